@@ -1,0 +1,8 @@
+"""Entry-point plugin of the lightrag adapter (group ``triage``).
+
+Imports nothing from the framework, so ``triage plugins`` can list it cheaply.
+"""
+
+from __future__ import annotations
+
+FRAMEWORK = "lightrag"

@@ -1,0 +1,774 @@
+"""The events carried by the hooks (DESIGN §3) and their JSON form (DESIGN §6).
+
+Every event is a frozen, slotted dataclass validated at construction: a bad value raises
+:class:`~triage_plugins.errors.EventError` naming the class and the field. Lists passed where a
+tuple is declared are converted to tuples and mappings are copied into read-only views, so an
+event never changes after it is built.
+
+JSON: ``event.to_dict()`` / ``event.to_json()`` give ``{"event": "<kind>", ...fields}`` with
+nested dataclasses as objects, tuples as lists and ``None`` as null; :func:`from_json` (or
+:func:`from_dict`) rebuilds the identical event.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from triage_plugins.errors import EventError
+
+if TYPE_CHECKING:
+    from triage_plugins.graph import GraphView
+    from triage_plugins.ontology import Ontology
+
+__all__ = [
+    "Chunk",
+    "Event",
+    "ExtractedTriple",
+    "ExtractionEvent",
+    "FeedbackEvent",
+    "GateDecision",
+    "GenerationEvent",
+    "Gold",
+    "GraphEvent",
+    "Path",
+    "RerankRequest",
+    "RetrievalEvent",
+    "Subgraph",
+    "Triple",
+    "from_dict",
+    "from_json",
+]
+
+FeedbackSource = Literal["llm", "human", "gold"]
+RerankUnit = Literal["triple", "chunk"]
+GateAction = Literal["proceed", "warn", "reroute"]
+GenerationContext = Literal["retrieved", "none"]
+
+FEEDBACK_SOURCES: tuple[str, ...] = ("llm", "human", "gold")
+RERANK_UNITS: tuple[str, ...] = ("triple", "chunk")
+GATE_ACTIONS: tuple[str, ...] = ("proceed", "warn", "reroute")
+GENERATION_CONTEXTS: tuple[str, ...] = ("retrieved", "none")
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _fail(obj: object, name: str, why: str) -> None:
+    raise EventError(type(obj).__name__, name, why)
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    object.__setattr__(obj, name, value)
+
+
+def _need_id(obj: object, name: str) -> str:
+    value = getattr(obj, name)
+    if not isinstance(value, str):
+        _fail(obj, name, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        _fail(obj, name, "must be a non-empty string (ids are stable, non-blank strings)")
+    return value
+
+
+def _need_str(obj: object, name: str, *, optional: bool = False) -> str | None:
+    value = getattr(obj, name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        _fail(obj, name, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _need_number(
+    obj: object,
+    name: str,
+    *,
+    optional: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    integer: bool = False,
+) -> None:
+    value = getattr(obj, name)
+    if value is None:
+        if optional:
+            return
+        _fail(obj, name, "is required")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _fail(obj, name, f"must be a number, got {type(value).__name__}")
+    if integer and not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            _fail(obj, name, f"must be a whole number, got {value!r}")
+    if not integer:
+        value = float(value)
+        if not math.isfinite(value):
+            _fail(obj, name, f"must be finite, got {value!r}")
+    if low is not None and value < low:
+        _fail(obj, name, f"must be >= {low}, got {value!r}")
+    if high is not None and value > high:
+        _fail(obj, name, f"must be <= {high}, got {value!r}")
+    _set(obj, name, value)
+
+
+def _tuple_of(obj: object, name: str, kind: type | tuple[type, ...], *, optional: bool = False) -> tuple:
+    value = getattr(obj, name)
+    if value is None and optional:
+        return None  # type: ignore[return-value]
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        _fail(obj, name, f"must be a sequence, got {type(value).__name__}")
+    items = tuple(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, kind):
+            want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            _fail(obj, name, f"item {i} must be {want}, got {type(item).__name__}")
+    _set(obj, name, items)
+    return items
+
+
+def _str_tuple(obj: object, name: str, *, nonblank: bool = True) -> tuple[str, ...]:
+    items = _tuple_of(obj, name, str)
+    if nonblank:
+        for i, item in enumerate(items):
+            if not item.strip():
+                _fail(obj, name, f"item {i} is blank")
+    return items
+
+
+def _frozen_mapping(obj: object, name: str) -> Mapping:
+    value = getattr(obj, name)
+    if not isinstance(value, Mapping):
+        _fail(obj, name, f"must be a mapping, got {type(value).__name__}")
+    frozen = MappingProxyType(dict(value))
+    _set(obj, name, frozen)
+    return frozen
+
+
+def _unique(obj: object, name: str, ids: Iterable[str]) -> None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            _fail(obj, name, f"duplicate id {item!r}")
+        seen.add(item)
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    """One edge of a knowledge graph: ``(subject, predicate, object)``.
+
+    :param id: stable id of the triple (for example ``"Inception|directed_by|Christopher Nolan"``).
+    :param subject: node id of the head entity (its canonical name).
+    :param predicate: relation label.
+    :param object: node id of the tail entity.
+    :param subject_type: entity type of the head, when known.
+    :param object_type: entity type of the tail, when known.
+    """
+
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    subject_type: str | None = None
+    object_type: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("id", "subject", "predicate", "object"):
+            _need_id(self, name)
+        _need_str(self, "subject_type", optional=True)
+        _need_str(self, "object_type", optional=True)
+
+    @classmethod
+    def of(cls, subject: str, predicate: str, object: str, **types: str | None) -> Triple:
+        """A triple whose id is ``"subject|predicate|object"``."""
+        return cls(f"{subject}|{predicate}|{object}", subject, predicate, object, **types)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Triple:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """K_S, the retrieved subgraph: triples plus entities retrieved without an edge between them.
+
+    V_S (:attr:`node_ids`) is ``nodes`` plus the endpoints of ``triples``.
+    """
+
+    triples: tuple[Triple, ...] = ()
+    nodes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        triples = _tuple_of(self, "triples", Triple)
+        _unique(self, "triples", (t.id for t in triples))
+        _str_tuple(self, "nodes")
+
+    @property
+    def node_ids(self) -> frozenset[str]:
+        """V_S: explicit nodes plus every triple endpoint."""
+        out = set(self.nodes)
+        for t in self.triples:
+            out.add(t.subject)
+            out.add(t.object)
+        return frozenset(out)
+
+    @property
+    def triple_ids(self) -> tuple[str, ...]:
+        return tuple(t.id for t in self.triples)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Subgraph:
+        return cls(
+            triples=tuple(Triple.from_dict(t) for t in data.get("triples", ())),
+            nodes=tuple(data.get("nodes", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A retrieved reasoning path: a sequence of triple ids and the framework's own score."""
+
+    triple_ids: tuple[str, ...]
+    score: float | None = None
+
+    def __post_init__(self) -> None:
+        ids = _str_tuple(self, "triple_ids")
+        if not ids:
+            _fail(self, "triple_ids", "a path needs at least one triple")
+        _need_number(self, "score", optional=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Path:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedTriple:
+    """A triple as an extractor produced it, with what it knows about its confidence.
+
+    :param triple: the triple.
+    :param token_logprobs: natural-log probabilities of the completion tokens inside the triple's
+        record (each finite and <= 0), or ``None`` when the extractor exposes none (then TCS is N/A).
+    :param evidence: the text span the triple was read from, when known.
+    """
+
+    triple: Triple
+    token_logprobs: tuple[float, ...] | None = None
+    evidence: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.triple, Triple):
+            _fail(self, "triple", f"must be a Triple, got {type(self.triple).__name__}")
+        lps = _tuple_of(self, "token_logprobs", int | float, optional=True)
+        if lps is not None:
+            for i, lp in enumerate(lps):
+                if isinstance(lp, bool) or not math.isfinite(lp):
+                    _fail(self, "token_logprobs", f"item {i} must be finite, got {lp!r}")
+                if lp > 0:
+                    _fail(
+                        self, "token_logprobs", f"item {i} is a log-probability and must be <= 0, got {lp!r}"
+                    )
+            _set(self, "token_logprobs", tuple(float(x) for x in lps))
+        _need_str(self, "evidence", optional=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExtractedTriple:
+        lps = data.get("token_logprobs")
+        return cls(
+            triple=Triple.from_dict(data["triple"]),
+            token_logprobs=None if lps is None else tuple(lps),
+            evidence=data.get("evidence"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A passage of a source document (TRIAGE's unit for SCR, EC and provenance).
+
+    :param locator: where the chunk sits in its document (section / paragraph / sentence ...).
+    """
+
+    id: str
+    doc_id: str
+    text: str
+    locator: Mapping[str, str | int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _need_id(self, "id")
+        _need_id(self, "doc_id")
+        _need_str(self, "text")
+        loc = _frozen_mapping(self, "locator")
+        for key, value in loc.items():
+            if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, str | int):
+                _fail(self, "locator", f"entries must map str to str or int, got {key!r}: {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Chunk:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Gold:
+    """Gold annotations of a query, when a benchmark has them (needed by CC, Hits@1, F1, GPC...).
+
+    :param answers: node ids of the gold answer entities.
+    :param paths: gold reasoning paths, each a sequence of triples.
+    :param entities: gold topic entities of the question (seeds of the gold-entity retriever).
+    """
+
+    answers: tuple[str, ...] = ()
+    paths: tuple[tuple[Triple, ...], ...] = ()
+    entities: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _str_tuple(self, "answers")
+        _str_tuple(self, "entities")
+        paths = _tuple_of(self, "paths", Iterable)
+        fixed = []
+        for i, path in enumerate(paths):
+            if isinstance(path, str):
+                _fail(self, "paths", f"path {i} must be a sequence of Triple")
+            items = tuple(path)
+            if not all(isinstance(t, Triple) for t in items):
+                _fail(self, "paths", f"path {i} must hold only Triple objects")
+            fixed.append(items)
+        _set(self, "paths", tuple(fixed))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Gold:
+        return cls(
+            answers=tuple(data.get("answers", ())),
+            paths=tuple(tuple(Triple.from_dict(t) for t in p) for p in data.get("paths", ())),
+            entities=tuple(data.get("entities", ())),
+        )
+
+
+# --------------------------------------------------------------------------- events
+
+
+class Event:
+    """Mixin of the hook events: kind name and JSON round trip."""
+
+    __slots__ = ()
+    kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"event": kind, ...fields}`` with nested objects as dicts and tuples as lists."""
+        return {"event": self.kind, **_plain(self)}
+
+    def to_json(self) -> str:
+        """One line of JSON (DESIGN §6)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionEvent(Event):
+    """The triples extracted from one chunk in one extraction run (TRIAGE §4.1)."""
+
+    kind: ClassVar[str] = "extraction"
+
+    framework: str
+    run_id: str
+    chunk: Chunk
+    triples: tuple[ExtractedTriple, ...] = ()
+    model: str | None = None
+    temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        _need_id(self, "framework")
+        _need_id(self, "run_id")
+        if not isinstance(self.chunk, Chunk):
+            _fail(self, "chunk", f"must be a Chunk, got {type(self.chunk).__name__}")
+        _tuple_of(self, "triples", ExtractedTriple)
+        _need_str(self, "model", optional=True)
+        _need_number(self, "temperature", optional=True, low=0.0)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExtractionEvent:
+        return cls(
+            framework=data["framework"],
+            run_id=data["run_id"],
+            chunk=Chunk.from_dict(data["chunk"]),
+            triples=tuple(ExtractedTriple.from_dict(t) for t in data.get("triples", ())),
+            model=data.get("model"),
+            temperature=data.get("temperature"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEvent(Event):
+    """The assembled graph after a (re)build or update (TRIAGE §4.2).
+
+    :param graph: the read-only graph view.
+    :param aliases: alias or surface form -> canonical node id (``None`` when known to be unlinked).
+    :param ontology: the schema to validate against, when the user has one.
+    """
+
+    kind: ClassVar[str] = "graph"
+
+    framework: str
+    graph: GraphView
+    aliases: Mapping[str, str | None] = field(default_factory=dict)
+    ontology: Ontology | None = None
+
+    def __post_init__(self) -> None:
+        from triage_plugins.graph import GraphView
+        from triage_plugins.ontology import Ontology
+
+        _need_id(self, "framework")
+        if not isinstance(self.graph, GraphView):
+            _fail(self, "graph", f"must be a GraphView, got {type(self.graph).__name__}")
+        aliases = _frozen_mapping(self, "aliases")
+        for key, value in aliases.items():
+            if not isinstance(key, str) or not key.strip():
+                _fail(self, "aliases", f"alias keys must be non-blank strings, got {key!r}")
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                _fail(self, "aliases", f"alias {key!r} must map to a node id or None, got {value!r}")
+        if self.ontology is not None and not isinstance(self.ontology, Ontology):
+            _fail(self, "ontology", f"must be an Ontology or None, got {type(self.ontology).__name__}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GraphEvent:
+        from triage_plugins.graph import GraphView
+        from triage_plugins.ontology import Ontology
+
+        onto = data.get("ontology")
+        return cls(
+            framework=data["framework"],
+            graph=GraphView.from_dict(data["graph"]),
+            aliases=dict(data.get("aliases", {})),
+            ontology=None if onto is None else Ontology.from_dict(onto),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalEvent(Event):
+    """What a retriever returned for one query, before the reader runs (TRIAGE §4.3).
+
+    :param query_id: id joining retrieval, generation and feedback of one query.
+    :param query: the question text.
+    :param mentions: M_q, the entity mentions found in the query.
+    :param grounding: γ_q, each mention -> node id, or ``None`` when it grounds to nothing.
+    :param subgraph: K_S with V_S.
+    :param paths: reasoning paths over ``subgraph`` triples, with the framework's own scores.
+    :param chunks: retrieved text chunks, in rank order.
+    :param expanded_nodes: RPC, the number of nodes the retriever expanded, or ``None``.
+    :param expanded_nodes_note: why ``expanded_nodes`` is ``None`` or an estimate.
+    :param seconds: wall time of the retrieval.
+    :param retriever: the retriever or mode name (``"local"``, ``"krag"`` ...).
+    :param gold: gold annotations when the query comes from a benchmark.
+    """
+
+    kind: ClassVar[str] = "retrieval"
+
+    framework: str
+    query_id: str
+    query: str
+    mentions: tuple[str, ...] = ()
+    grounding: Mapping[str, str | None] = field(default_factory=dict)
+    subgraph: Subgraph = field(default_factory=Subgraph)
+    paths: tuple[Path, ...] = ()
+    chunks: tuple[Chunk, ...] = ()
+    expanded_nodes: int | None = None
+    expanded_nodes_note: str | None = None
+    seconds: float | None = None
+    retriever: str = "default"
+    gold: Gold | None = None
+
+    def __post_init__(self) -> None:
+        _need_id(self, "framework")
+        _need_id(self, "query_id")
+        _need_str(self, "query")
+        mentions = _str_tuple(self, "mentions")
+        grounding = _frozen_mapping(self, "grounding")
+        known = set(mentions)
+        for mention, node in grounding.items():
+            if mention not in known:
+                _fail(self, "grounding", f"names mention {mention!r} which is not in mentions")
+            if node is not None and (not isinstance(node, str) or not node.strip()):
+                _fail(
+                    self, "grounding", f"mention {mention!r} must ground to a node id or None, got {node!r}"
+                )
+        if not isinstance(self.subgraph, Subgraph):
+            _fail(self, "subgraph", f"must be a Subgraph, got {type(self.subgraph).__name__}")
+        paths = _tuple_of(self, "paths", Path)
+        present = set(self.subgraph.triple_ids)
+        for i, path in enumerate(paths):
+            for tid in path.triple_ids:
+                if tid not in present:
+                    _fail(self, "paths", f"path {i} uses triple {tid!r} which is not in subgraph.triples")
+        chunks = _tuple_of(self, "chunks", Chunk)
+        _unique(self, "chunks", (c.id for c in chunks))
+        _need_number(self, "expanded_nodes", optional=True, low=0, integer=True)
+        _need_str(self, "expanded_nodes_note", optional=True)
+        _need_number(self, "seconds", optional=True, low=0.0)
+        _need_id(self, "retriever")
+        if self.gold is not None and not isinstance(self.gold, Gold):
+            _fail(self, "gold", f"must be a Gold or None, got {type(self.gold).__name__}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RetrievalEvent:
+        gold = data.get("gold")
+        return cls(
+            framework=data["framework"],
+            query_id=data["query_id"],
+            query=data["query"],
+            mentions=tuple(data.get("mentions", ())),
+            grounding=dict(data.get("grounding", {})),
+            subgraph=Subgraph.from_dict(data.get("subgraph", {})),
+            paths=tuple(Path.from_dict(p) for p in data.get("paths", ())),
+            chunks=tuple(Chunk.from_dict(c) for c in data.get("chunks", ())),
+            expanded_nodes=data.get("expanded_nodes"),
+            expanded_nodes_note=data.get("expanded_nodes_note"),
+            seconds=data.get("seconds"),
+            retriever=data.get("retriever", "default"),
+            gold=None if gold is None else Gold.from_dict(gold),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationEvent(Event):
+    """The reader's answer to one query (TRIAGE §4.3).
+
+    :param answer: the response text.
+    :param answer_mentions: entity mentions found in the answer.
+    :param answer_grounding: each answer mention -> node id or ``None``.
+    :param prompt_tokens: size of the reader prompt, when known.
+    :param context: ``"retrieved"`` (the normal run) or ``"none"`` (a closed-book run, for KNI).
+    """
+
+    kind: ClassVar[str] = "generation"
+
+    framework: str
+    query_id: str
+    answer: str
+    answer_mentions: tuple[str, ...] = ()
+    answer_grounding: Mapping[str, str | None] = field(default_factory=dict)
+    prompt_tokens: int | None = None
+    seconds: float | None = None
+    context: GenerationContext = "retrieved"
+
+    def __post_init__(self) -> None:
+        _need_id(self, "framework")
+        _need_id(self, "query_id")
+        _need_str(self, "answer")
+        mentions = _str_tuple(self, "answer_mentions")
+        grounding = _frozen_mapping(self, "answer_grounding")
+        known = set(mentions)
+        for mention, node in grounding.items():
+            if mention not in known:
+                _fail(self, "answer_grounding", f"names mention {mention!r} which is not in answer_mentions")
+            if node is not None and (not isinstance(node, str) or not node.strip()):
+                _fail(self, "answer_grounding", f"mention {mention!r} must ground to a node id or None")
+        _need_number(self, "prompt_tokens", optional=True, low=0, integer=True)
+        _need_number(self, "seconds", optional=True, low=0.0)
+        if self.context not in GENERATION_CONTEXTS:
+            _fail(self, "context", f"must be one of {GENERATION_CONTEXTS}, got {self.context!r}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GenerationEvent:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackEvent(Event):
+    """A score for an answered query (EvoRAG §4.1).
+
+    :param score: in [0, 1]; use :meth:`from_rating` for a 1-5 rating (mapped to (r-1)/4).
+    :param source: ``"llm"``, ``"human"`` or ``"gold"``.
+    :param raw: the score as it was given (a rating, a label), for the record.
+    """
+
+    kind: ClassVar[str] = "feedback"
+
+    framework: str
+    query_id: str
+    score: float
+    source: FeedbackSource = "human"
+    raw: str | int | float | None = None
+
+    def __post_init__(self) -> None:
+        _need_id(self, "framework")
+        _need_id(self, "query_id")
+        _need_number(self, "score", low=0.0, high=1.0)
+        if self.source not in FEEDBACK_SOURCES:
+            _fail(self, "source", f"must be one of {FEEDBACK_SOURCES}, got {self.source!r}")
+        if self.raw is not None and (
+            isinstance(self.raw, bool) or not isinstance(self.raw, str | int | float)
+        ):
+            _fail(self, "raw", f"must be a string, a number or None, got {type(self.raw).__name__}")
+        if isinstance(self.raw, float) and not math.isfinite(self.raw):
+            _fail(self, "raw", f"must be finite, got {self.raw!r}")
+
+    @classmethod
+    def from_rating(
+        cls, framework: str, query_id: str, rating: int | float, source: FeedbackSource = "human"
+    ) -> FeedbackEvent:
+        """A feedback event from a 1-5 rating: score = (rating - 1) / 4."""
+        if isinstance(rating, bool) or not isinstance(rating, int | float) or not 1 <= rating <= 5:
+            raise EventError(cls.__name__, "raw", f"a rating must be a number in [1, 5], got {rating!r}")
+        return cls(framework, query_id, (float(rating) - 1.0) / 4.0, source, rating)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FeedbackEvent:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankRequest(Event):
+    """Candidates a framework is about to rank (EvoRAG §4.2 hybrid priority).
+
+    :param unit: ``"triple"`` or ``"chunk"``.
+    :param ids: stable ids of the candidates.
+    :param relevance: the framework's own relevance S_r of each candidate, in [0, 1].
+    """
+
+    kind: ClassVar[str] = "rerank"
+
+    framework: str
+    query: str
+    unit: RerankUnit
+    ids: tuple[str, ...]
+    relevance: tuple[float, ...]
+    query_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _need_id(self, "framework")
+        _need_str(self, "query")
+        if self.unit not in RERANK_UNITS:
+            _fail(self, "unit", f"must be one of {RERANK_UNITS}, got {self.unit!r}")
+        ids = _str_tuple(self, "ids")
+        _unique(self, "ids", ids)
+        rel = _tuple_of(self, "relevance", int | float)
+        if len(rel) != len(ids):
+            _fail(self, "relevance", f"has {len(rel)} values for {len(ids)} ids")
+        for i, r in enumerate(rel):
+            if isinstance(r, bool) or not math.isfinite(r) or not 0.0 <= r <= 1.0:
+                _fail(self, "relevance", f"item {i} must be a finite number in [0, 1], got {r!r}")
+        _set(self, "relevance", tuple(float(r) for r in rel))
+        if self.query_id is not None:
+            _need_id(self, "query_id")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RerankRequest:
+        return _build(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision(Event):
+    """The pre-inference gate's verdict (TRIAGE §4.5).
+
+    :param action: ``"proceed"``, ``"warn"`` (answer, but flag it) or ``"reroute"``.
+    :param reason: why, in words a user can act on.
+    :param metrics: the metric values the decision read (``None`` where undefined).
+    :param suggestion: for ``reroute``, what to change (for example ``{"top_k": 120}``).
+    """
+
+    kind: ClassVar[str] = "gate"
+
+    action: GateAction
+    reason: str = ""
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
+    suggestion: Mapping[str, str | int | float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.action not in GATE_ACTIONS:
+            _fail(self, "action", f"must be one of {GATE_ACTIONS}, got {self.action!r}")
+        _need_str(self, "reason")
+        _frozen_mapping(self, "metrics")
+        _frozen_mapping(self, "suggestion")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateDecision:
+        return _build(cls, data)
+
+
+# --------------------------------------------------------------------------- JSON
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        ExtractionEvent,
+        GraphEvent,
+        RetrievalEvent,
+        GenerationEvent,
+        FeedbackEvent,
+        RerankRequest,
+        GateDecision,
+    )
+}
+
+
+def _plain(obj: Any) -> Any:
+    if type(obj).__module__ != __name__ and hasattr(obj, "to_dict") and not isinstance(obj, Mapping):
+        return obj.to_dict()  # GraphView, Ontology: they own their JSON form
+    if hasattr(obj, "__dataclass_fields__"):
+        return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, tuple | list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    unknown = set(data) - names - {"event"}
+    if unknown:
+        raise EventError(cls.__name__, sorted(unknown)[0], "is not a field of this event")
+    kwargs = {}
+    for name in names:
+        if name in data:
+            value = data[name]
+            kwargs[name] = tuple(value) if isinstance(value, list) else value
+    return cls(**kwargs)
+
+
+def from_dict(data: Mapping[str, Any]) -> Event:
+    """Rebuild an event from its :meth:`Event.to_dict` form (the ``"event"`` key picks the class)."""
+    if not isinstance(data, Mapping):
+        raise EventError("Event", "event", f"expected a JSON object, got {type(data).__name__}")
+    kind = data.get("event")
+    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise EventError("Event", "event", f"unknown kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
+    try:
+        return cls.from_dict(data)  # type: ignore[attr-defined]
+    except KeyError as exc:
+        raise EventError(cls.__name__, str(exc.args[0]), "is required") from None
+    except (TypeError, AttributeError) as exc:
+        raise EventError(cls.__name__, "event", f"malformed JSON object: {exc}") from None
+
+
+def from_json(text: str) -> Event:
+    """Parse one JSON line into an event; malformed JSON raises :class:`EventError`."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EventError("Event", "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return from_dict(data)

@@ -1,0 +1,279 @@
+"""A compact, read-only knowledge-graph view (DESIGN §2).
+
+Nodes and triples get dense integer indices; undirected adjacency is stored as numpy CSR arrays
+(``indptr``/``indices`` plus the triple index of each incidence), so degree, neighbourhood and
+connectivity queries never build networkx objects on the hot path. networkx is only used by
+:meth:`GraphView.to_networkx`, for conversions and cross-checks.
+
+Label normalization (:func:`normalize_label`) is the one used everywhere a surface form is compared
+with a node: casefold, punctuation and underscores to spaces, whitespace collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import deque
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from triage_plugins.errors import EventError
+from triage_plugins.events import Triple
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["GraphView", "normalize_label"]
+
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalize_label(text: str) -> str:
+    """Casefold, NFKC-normalize, turn punctuation and underscores into spaces, collapse spaces."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_PUNCT.sub(" ", text).split())
+
+
+class GraphView:
+    """Immutable KG view built from triples.
+
+    :param triples: the edges; duplicate triple ids keep the first occurrence.
+    :param nodes: extra node ids (isolated entities count as nodes, DESIGN §4 DNR).
+    :param labels: node id -> display label (defaults to the id).
+    :param sources: triple id -> chunk ids it was extracted from (provenance).
+    """
+
+    __slots__ = (
+        "_triples",
+        "_triple_index",
+        "_nodes",
+        "_node_index",
+        "_labels",
+        "_sources",
+        "_subj",
+        "_obj",
+        "indptr",
+        "indices",
+        "incident",
+    )
+
+    def __init__(
+        self,
+        triples: Iterable[Triple],
+        nodes: Iterable[str] = (),
+        labels: Mapping[str, str] | None = None,
+        sources: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
+        kept: list[Triple] = []
+        tindex: dict[str, int] = {}
+        for t in triples:
+            if not isinstance(t, Triple):
+                raise EventError("GraphView", "triples", f"items must be Triple, got {type(t).__name__}")
+            if t.id not in tindex:
+                tindex[t.id] = len(kept)
+                kept.append(t)
+        node_list: list[str] = []
+        nindex: dict[str, int] = {}
+        for n in nodes:
+            if not isinstance(n, str) or not n.strip():
+                raise EventError("GraphView", "nodes", f"node ids must be non-blank strings, got {n!r}")
+            if n not in nindex:
+                nindex[n] = len(node_list)
+                node_list.append(n)
+        subj = np.empty(len(kept), dtype=np.int64)
+        obj = np.empty(len(kept), dtype=np.int64)
+        for i, t in enumerate(kept):
+            for end, arr in ((t.subject, subj), (t.object, obj)):
+                k = nindex.get(end)
+                if k is None:
+                    k = nindex[end] = len(node_list)
+                    node_list.append(end)
+                arr[i] = k
+        self._triples = tuple(kept)
+        self._triple_index = tindex
+        self._nodes = tuple(node_list)
+        self._node_index = nindex
+        self._labels = MappingProxyType({n: lab for n, lab in (labels or {}).items() if n in nindex})
+        self._sources = MappingProxyType(
+            {tid: tuple(ch) for tid, ch in (sources or {}).items() if tid in tindex}
+        )
+        self._subj = subj
+        self._obj = obj
+        self._build_csr()
+
+    def _build_csr(self) -> None:
+        n = len(self._nodes)
+        m = len(self._triples)
+        # Each triple contributes two incidences (one per endpoint; a self-loop contributes one).
+        loops = self._subj == self._obj
+        ends = np.concatenate([self._subj, self._obj[~loops]])
+        other = np.concatenate([self._obj, self._subj[~loops]])
+        tid = np.concatenate([np.arange(m, dtype=np.int64), np.arange(m, dtype=np.int64)[~loops]])
+        order = np.argsort(ends, kind="stable")
+        counts = np.bincount(ends, minlength=n) if n else np.zeros(0, dtype=np.int64)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        self.indptr = indptr
+        self.indices = other[order]
+        self.incident = tid[order]
+
+    # ------------------------------------------------------------------ basic accessors
+
+    @property
+    def triples(self) -> tuple[Triple, ...]:
+        return self._triples
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self._nodes
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        """Display labels of nodes that have one other than their id."""
+        return self._labels
+
+    @property
+    def sources(self) -> Mapping[str, tuple[str, ...]]:
+        """Triple id -> chunk ids it came from."""
+        return self._sources
+
+    @property
+    def subject_index(self) -> np.ndarray:
+        """Node index of each triple's subject (read-only view)."""
+        v = self._subj.view()
+        v.flags.writeable = False
+        return v
+
+    @property
+    def object_index(self) -> np.ndarray:
+        """Node index of each triple's object (read-only view)."""
+        v = self._obj.view()
+        v.flags.writeable = False
+        return v
+
+    def __len__(self) -> int:
+        return len(self._triples)
+
+    def __repr__(self) -> str:
+        return f"GraphView({len(self._nodes)} nodes, {len(self._triples)} triples)"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GraphView):
+            return NotImplemented
+        return (
+            self._triples == other._triples
+            and self._nodes == other._nodes
+            and dict(self._labels) == dict(other._labels)
+            and dict(self._sources) == dict(other._sources)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def label(self, node: str) -> str:
+        return self._labels.get(node, node)
+
+    def has_node(self, node: str) -> bool:
+        return node in self._node_index
+
+    def node_index(self, node: str) -> int:
+        return self._node_index[node]
+
+    def triple(self, triple_id: str) -> Triple:
+        return self._triples[self._triple_index[triple_id]]
+
+    def triple_index(self, triple_id: str) -> int:
+        return self._triple_index[triple_id]
+
+    def has_triple(self, triple_id: str) -> bool:
+        return triple_id in self._triple_index
+
+    # ------------------------------------------------------------------ structure
+
+    def degrees(self) -> np.ndarray:
+        """Number of distinct incident triples per node, direction ignored (DESIGN §4 DNR)."""
+        return np.diff(self.indptr)
+
+    def degree(self, node: str) -> int:
+        k = self._node_index[node]
+        return int(self.indptr[k + 1] - self.indptr[k])
+
+    def neighbours(self, node: str) -> list[str]:
+        """Distinct undirected neighbours of ``node`` (in first-seen order)."""
+        k = self._node_index[node]
+        seen = dict.fromkeys(int(j) for j in self.indices[self.indptr[k] : self.indptr[k + 1]])
+        return [self._nodes[j] for j in seen]
+
+    def incident_triples(self, node: str) -> list[Triple]:
+        """Triples with ``node`` as subject or object."""
+        k = self._node_index[node]
+        return [self._triples[int(t)] for t in self.incident[self.indptr[k] : self.indptr[k + 1]]]
+
+    def component_labels(self) -> np.ndarray:
+        """Connected-component id of every node (undirected), via scipy's CSR routine."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        n = len(self._nodes)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        data = np.ones(len(self.indices), dtype=np.int8)
+        mat = csr_matrix((data, self.indices, self.indptr), shape=(n, n))
+        _, labels = connected_components(mat, directed=False)
+        return labels
+
+    def shortest_path_length(self, source: str, target: str, max_hops: int | None = None) -> int | None:
+        """Undirected hop distance over the whole graph, or ``None`` when unreachable."""
+        if source not in self._node_index or target not in self._node_index:
+            return None
+        s, t = self._node_index[source], self._node_index[target]
+        if s == t:
+            return 0
+        dist = {s: 0}
+        queue = deque([s])
+        while queue:
+            u = queue.popleft()
+            d = dist[u]
+            if max_hops is not None and d >= max_hops:
+                continue
+            for v in self.indices[self.indptr[u] : self.indptr[u + 1]]:
+                v = int(v)
+                if v not in dist:
+                    if v == t:
+                        return d + 1
+                    dist[v] = d + 1
+                    queue.append(v)
+        return None
+
+    # ------------------------------------------------------------------ conversions
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "triples": [t.to_dict() for t in self._triples],
+            "nodes": list(self._nodes),
+            "labels": dict(self._labels),
+            "sources": {k: list(v) for k, v in self._sources.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GraphView:
+        if not isinstance(data, Mapping):
+            raise EventError("GraphView", "graph", f"expected an object, got {type(data).__name__}")
+        return cls(
+            triples=(Triple.from_dict(t) for t in data.get("triples", ())),
+            nodes=data.get("nodes", ()),
+            labels=data.get("labels") or {},
+            sources=data.get("sources") or {},
+        )
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """A networkx MultiDiGraph (edge key = triple id) for conversions and cross-checks."""
+        import networkx as nx
+
+        g = nx.MultiDiGraph()
+        g.add_nodes_from(self._nodes)
+        for t in self._triples:
+            g.add_edge(t.subject, t.object, key=t.id, predicate=t.predicate)
+        return g

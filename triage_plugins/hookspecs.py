@@ -1,0 +1,130 @@
+"""The hook specification: the whole contract between adapters and handlers (DESIGN §3).
+
+Adapters (LightRAG, GraphRAG, LlamaIndex, the reference pipeline) *call* these hooks through
+:class:`triage_plugins.manager.TriageManager`; plugins *implement* them with :data:`hookimpl`::
+
+    from triage_plugins import hookimpl
+
+    class SlowQueries:
+        @hookimpl
+        def triage_retrieval(self, event):
+            if event.seconds and event.seconds > 1.0:
+                print("slow:", event.query_id)
+
+Notification hooks are delivered by a background worker (off the host's hot path); ``triage_gate``
+and ``triage_rerank`` are called synchronously because the host waits for their answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from triage_plugins.events import (
+        ExtractionEvent,
+        FeedbackEvent,
+        GateDecision,
+        GenerationEvent,
+        GraphEvent,
+        RerankRequest,
+        RetrievalEvent,
+    )
+
+PROJECT = "triage"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+# -------------------------------------------------------------------------------------------
+# extraction stage
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def triage_extraction(event: ExtractionEvent) -> None:
+    """Called after a chunk's triples are extracted: once per chunk per extraction run.
+
+    Several runs over the same chunk (same ``chunk.id``, different ``run_id``) are what
+    extraction consistency (EC) is computed from.
+
+    :param event: the chunk, the triples read from it (with token log-probabilities when the
+        extractor exposes them), the model and its temperature.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# graph stage
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def triage_graph(event: GraphEvent) -> None:
+    """Called after the knowledge graph is built, rebuilt or updated.
+
+    :param event: a read-only view of the whole graph, the alias map and, when the user has
+        one, the ontology to validate against.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# usage stage: retrieval, gate, generation
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def triage_retrieval(event: RetrievalEvent) -> None:
+    """Called after retrieval for a query, before the reader runs.
+
+    :param event: the query, its mentions and their grounding, the retrieved subgraph K_S,
+        paths, chunks, the expansion count (RPC), timing and the retriever's name.
+    """
+
+
+@hookspec(firstresult=True)
+def triage_gate(event: RetrievalEvent) -> GateDecision | None:
+    """Called right after :func:`triage_retrieval`, synchronously: should the reader run?
+
+    Stops at the first non-None result.
+
+    :param event: the same retrieval event.
+    :return: a :class:`~triage_plugins.events.GateDecision` — ``proceed``, ``warn`` (answer but
+        flag the result) or ``reroute`` (retrieve again as ``suggestion`` says) — or ``None`` to
+        leave the decision to the next plugin. When no plugin decides, the host proceeds.
+    """
+
+
+@hookspec
+def triage_generation(event: GenerationEvent) -> None:
+    """Called after the reader produced an answer.
+
+    :param event: the answer text and the entities it mentions, prompt size and timing;
+        ``context="none"`` marks a closed-book run used for knowledge-injection (KNI).
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# feedback stage
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def triage_feedback(event: FeedbackEvent) -> None:
+    """Called when a score for an answered query arrives (from a human, an LLM judge or gold).
+
+    :param event: the query id and a score in [0, 1].
+    """
+
+
+@hookspec(firstresult=True)
+def triage_rerank(request: RerankRequest) -> list[float] | None:
+    """Called synchronously while a framework ranks candidate triples or chunks.
+
+    Stops at the first non-None result.
+
+    :param request: the query, the unit (``"triple"`` or ``"chunk"``), candidate ids and the
+        framework's own relevance S_r of each.
+    :return: one priority per candidate, in the order of ``request.ids`` (higher ranks first),
+        or ``None`` to keep the framework's own order.
+    """

@@ -1,0 +1,515 @@
+"""The plugin manager: a small typed facade over :class:`pluggy.PluginManager` (DESIGN §2, STYLE).
+
+Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(request)``), never
+``pm.hook`` directly, so a misspelt hook fails at import, not at 2 a.m.
+
+- **Default plugins** (the core's own handlers, listed in :mod:`triage_plugins.handlers`) and
+  **entry-point plugins** (group ``"triage"``) are loaded at construction.
+- ``TRIAGE_DISABLE_PLUGINS=name,name`` blocks plugins by name; ``TRIAGE_TRACE_PLUGINS=1`` logs every
+  hook call on the ``triage.trace`` logger; ``TRIAGE_SYNC=1`` delivers notifications inline.
+- **Isolation:** every hook implementation is wrapped at registration; an exception it raises is
+  logged (once per plugin, hook and exception type), counted in :attr:`TriageManager.failures` and
+  skipped. It never reaches the adapter or the host, and the other implementations still run.
+- **Off the hot path:** notification hooks are queued (bounded) and delivered in batches by one
+  background thread, like OpenTelemetry's batch span processor. A full queue drops the event and
+  counts it in :attr:`TriageManager.dropped`; the host never blocks. :meth:`TriageManager.flush`
+  drains the queue (it also runs at interpreter exit). ``triage_gate`` and ``triage_rerank`` are
+  synchronous because the host waits for their answer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import logging
+import math
+import os
+import queue
+import threading
+import time
+import weakref
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from triage_plugins import hookspecs
+from triage_plugins.config import TriageConfig
+from triage_plugins.errors import ConfigError, EventError
+from triage_plugins.events import (
+    Event,
+    ExtractionEvent,
+    FeedbackEvent,
+    GateDecision,
+    GenerationEvent,
+    GraphEvent,
+    RerankRequest,
+    RetrievalEvent,
+)
+
+if TYPE_CHECKING:
+    from triage_plugins.store import Store
+
+__all__ = ["PluginInfo", "TriageManager", "default_manager"]
+
+log = logging.getLogger("triage.manager")
+trace_log = logging.getLogger("triage.trace")
+
+ENTRY_POINT_GROUP = "triage"
+
+_NOTIFICATIONS: dict[str, type[Event]] = {
+    "triage_extraction": ExtractionEvent,
+    "triage_graph": GraphEvent,
+    "triage_retrieval": RetrievalEvent,
+    "triage_generation": GenerationEvent,
+    "triage_feedback": FeedbackEvent,
+}
+_STOP = object()
+
+
+def _env_list(name: str) -> list[str]:
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What ``triage plugins`` shows for one plugin."""
+
+    name: str
+    version: str | None
+    hooks: tuple[str, ...]
+    source: str  # "default", "entry point" or "registered"
+    distribution: str | None = None
+
+
+@dataclass
+class _LoadError:
+    name: str
+    source: str
+    error: str
+
+
+class _IsolatingPluginManager(pluggy.PluginManager):
+    """A pluggy manager that wraps each hook implementation so that its exceptions are contained."""
+
+    def __init__(self, on_error: Callable[[str, str, BaseException], None]) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self._on_error = on_error
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        plugin_name = super().register(plugin, name)
+        if plugin_name is None:  # blocked
+            return None
+        for caller in self.get_hookcallers(plugin) or ():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not plugin or impl.hookwrapper or impl.wrapper:
+                    continue
+                if getattr(impl.function, "_triage_isolated", False):
+                    continue
+                impl.function = self._isolate(impl.plugin_name, caller.name, impl.function)
+        return plugin_name
+
+    def _isolate(self, plugin_name: str, hook_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        on_error = self._on_error
+
+        @functools.wraps(fn)
+        def isolated(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - isolation is the point
+                on_error(plugin_name, hook_name, exc)
+                return None
+
+        isolated._triage_isolated = True  # type: ignore[attr-defined]
+        return isolated
+
+
+class TriageManager:
+    """Loads plugins and delivers events to them.
+
+    :param store: a :class:`~triage_plugins.store.Store`, a path or ``sqlite:///`` URL, or ``None``
+        (no persistence; metrics are still computed by plugins that keep them in memory).
+    :param config: thresholds and switches read by the default plugins.
+    :param entry_points: load plugins from the ``triage`` entry-point group.
+    :param defaults: load the core's default plugins.
+    :param synchronous: deliver notifications inline instead of on the background worker
+        (defaults to ``TRIAGE_SYNC``); useful in tests and scripts.
+    :param queue_size: bound of the notification queue; beyond it events are dropped and counted.
+    """
+
+    def __init__(
+        self,
+        store: Store | str | os.PathLike[str] | None = None,
+        *,
+        config: TriageConfig | None = None,
+        entry_points: bool = True,
+        defaults: bool = True,
+        synchronous: bool | None = None,
+        queue_size: int = 10_000,
+        batch_size: int = 256,
+    ) -> None:
+        if queue_size < 1 or batch_size < 1:
+            raise ConfigError("queue_size and batch_size must be >= 1")
+        self.config = config or TriageConfig()
+        self._owns_store = store is not None and not hasattr(store, "record_event")
+        self.store: Store | None = self._open_store(store)
+        self.run_id: str | None = None
+        self.synchronous = _env_flag("TRIAGE_SYNC") if synchronous is None else synchronous
+        self.failures: Counter[tuple[str, str, str]] = Counter()
+        self.dropped = 0
+        self.delivered = 0
+        self.load_errors: list[_LoadError] = []
+        self._reported: set[tuple[str, str, str]] = set()
+        self._sources: dict[str, tuple[str, str | None, str | None]] = {}
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        self._batch_size = batch_size
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+        self._pm = _IsolatingPluginManager(self._on_plugin_error)
+        self._pm.add_hookspecs(hookspecs)
+        for name in _env_list("TRIAGE_DISABLE_PLUGINS"):
+            self._pm.set_blocked(name)
+        if _env_flag("TRIAGE_TRACE_PLUGINS"):
+            self._pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
+        if defaults:
+            self._load_defaults()
+        if entry_points:
+            self._load_entry_points()
+        atexit.register(_flush_at_exit, weakref.ref(self))
+
+    # ------------------------------------------------------------------ setup
+
+    @staticmethod
+    def _open_store(store: Any) -> Store | None:
+        if store is None or hasattr(store, "record_event"):
+            return store
+        from triage_plugins.store import Store
+
+        return Store.open(os.fspath(store) if isinstance(store, os.PathLike | Path) else store)
+
+    def _load_defaults(self) -> None:
+        from triage_plugins.handlers import DEFAULT_PLUGINS
+
+        for name, target in DEFAULT_PLUGINS:
+            if self._pm.is_blocked(name):
+                continue
+            try:
+                module_name, _, attr = target.partition(":")
+                factory = getattr(importlib.import_module(module_name), attr)
+                plugin = factory(self)
+            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the host
+                log.error("default plugin %s (%s) failed to load: %s", name, target, exc, exc_info=exc)
+                self.load_errors.append(_LoadError(name, "default", f"{type(exc).__name__}: {exc}"))
+                continue
+            self.register(plugin, name=name, _source=("default", None, None))
+
+    def _load_entry_points(self) -> None:
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if self._pm.is_blocked(ep.name) or self._pm.has_plugin(ep.name):
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # noqa: BLE001
+                log.error("entry-point plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
+                self.load_errors.append(_LoadError(ep.name, "entry point", f"{type(exc).__name__}: {exc}"))
+                continue
+            dist = getattr(ep, "dist", None)
+            self.register(
+                plugin,
+                name=ep.name,
+                _source=("entry point", getattr(dist, "name", None), getattr(dist, "version", None)),
+            )
+
+    def register(
+        self, plugin: object, name: str | None = None, *, _source: tuple | None = None
+    ) -> str | None:
+        """Register a plugin object or module; returns its name (``None`` when blocked).
+
+        Without ``name``, the plugin's ``triage_name`` attribute, module name or class name is used.
+        """
+        if name is None:
+            name = (
+                getattr(plugin, "triage_name", None)
+                or getattr(plugin, "__name__", None)
+                or type(plugin).__name__
+            )
+            base, k = name, 1
+            while self._pm.has_plugin(name):
+                k += 1
+                name = f"{base}-{k}"
+        registered = self._pm.register(plugin, name=name)
+        if registered is not None:
+            self._sources[registered] = _source or ("registered", None, None)
+        return registered
+
+    def unregister(self, plugin_or_name: object) -> None:
+        """Remove a plugin by object or by name."""
+        if isinstance(plugin_or_name, str):
+            plugin = self._pm.get_plugin(plugin_or_name)
+            if plugin is None:
+                raise ConfigError(f"no plugin named {plugin_or_name!r} is registered")
+            name = plugin_or_name
+        else:
+            plugin = plugin_or_name
+            name = self._pm.get_name(plugin)
+        self._pm.unregister(plugin)
+        self._sources.pop(name or "", None)
+
+    def get_plugin(self, name: str) -> Any:
+        return self._pm.get_plugin(name)
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every registered plugin with the hooks it implements."""
+        from triage_plugins import __version__
+
+        out = []
+        for name, plugin in self._pm.list_name_plugin():
+            if plugin is None:
+                continue
+            source, dist, version = self._sources.get(name, ("registered", None, None))
+            if source == "default":
+                version = __version__
+            hooks = tuple(sorted(c.name for c in self._pm.get_hookcallers(plugin) or ()))
+            out.append(PluginInfo(name, version, hooks, source, dist))
+        return out
+
+    def hook_names(self) -> tuple[str, ...]:
+        """Names of every hook in the specification."""
+        return tuple(sorted(n for n in dir(self._pm.hook) if n.startswith("triage_")))
+
+    # ------------------------------------------------------------------ errors and tracing
+
+    def _on_plugin_error(self, plugin: str, hook: str, exc: BaseException) -> None:
+        key = (plugin, hook, type(exc).__name__)
+        with self._lock:
+            self.failures[key] += 1
+            first = key not in self._reported
+            self._reported.add(key)
+        if first:
+            log.warning(
+                "plugin %s raised %s in %s; skipped (further %s errors from it are counted, not logged)",
+                plugin,
+                type(exc).__name__,
+                hook,
+                type(exc).__name__,
+                exc_info=exc,
+            )
+
+    @staticmethod
+    def _trace_before(hook_name: str, hook_impls: list, kwargs: dict) -> None:
+        names = ", ".join(i.plugin_name for i in hook_impls)
+        trace_log.info("call %s -> [%s]", hook_name, names)
+
+    @staticmethod
+    def _trace_after(outcome: Any, hook_name: str, hook_impls: list, kwargs: dict) -> None:
+        trace_log.info("done %s", hook_name)
+
+    # ------------------------------------------------------------------ runs
+
+    def start_run(self, kind: str, config: dict[str, Any] | None = None) -> str | None:
+        """Open a run in the store (if any); later events are recorded under it."""
+        if self.store is None:
+            return None
+        self.run_id = self.store.start_run(kind, config)
+        return self.run_id
+
+    # ------------------------------------------------------------------ notifications
+
+    def emit_extraction(self, event: ExtractionEvent) -> None:
+        """Queue ``triage_extraction(event)``."""
+        self._emit("triage_extraction", event)
+
+    def emit_graph(self, event: GraphEvent) -> None:
+        """Queue ``triage_graph(event)``."""
+        self._emit("triage_graph", event)
+
+    def emit_retrieval(self, event: RetrievalEvent) -> None:
+        """Queue ``triage_retrieval(event)``."""
+        self._emit("triage_retrieval", event)
+
+    def emit_generation(self, event: GenerationEvent) -> None:
+        """Queue ``triage_generation(event)``."""
+        self._emit("triage_generation", event)
+
+    def emit_feedback(self, event: FeedbackEvent) -> None:
+        """Queue ``triage_feedback(event)``."""
+        self._emit("triage_feedback", event)
+
+    def _emit(self, hook_name: str, event: Event) -> None:
+        expected = _NOTIFICATIONS[hook_name]
+        if not isinstance(event, expected):
+            raise EventError(
+                expected.__name__,
+                "event",
+                f"{hook_name} takes a {expected.__name__}, got {type(event).__name__}",
+            )
+        if self._closed:
+            log.warning("%s after close(); event ignored", hook_name)
+            return
+        if self.synchronous or threading.current_thread() is self._thread:
+            self._deliver(hook_name, event)
+            return
+        self._ensure_worker()
+        try:
+            self._queue.put_nowait((hook_name, event))
+        except queue.Full:
+            with self._lock:
+                self.dropped += 1
+                dropped = self.dropped
+            if dropped == 1 or dropped % 1000 == 0:
+                log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
+
+    def _deliver(self, hook_name: str, event: Event) -> None:
+        caller = getattr(self._pm.hook, hook_name)
+        arg = "request" if hook_name == "triage_rerank" else "event"
+        try:
+            caller(**{arg: event})
+        except Exception as exc:  # noqa: BLE001 - only hook wrappers can get here
+            self._on_plugin_error("<wrapper>", hook_name, exc)
+        self.delivered += 1
+
+    def _ensure_worker(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(target=self._work, name="triage-worker", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        q = self._queue
+        while True:
+            batch = [q.get()]
+            while len(batch) < self._batch_size:
+                try:
+                    batch.append(q.get_nowait())
+                except queue.Empty:
+                    break
+            stop = False
+            for item in batch:
+                if item is _STOP:
+                    stop = True
+                    continue
+                self._deliver(*item)
+            for _ in batch:
+                q.task_done()
+            if stop:
+                return
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued notification was delivered; ``False`` on timeout."""
+        if self._thread is None or threading.current_thread() is self._thread:
+            return True
+        q = self._queue
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with q.all_tasks_done:
+            while q.unfinished_tasks:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                q.all_tasks_done.wait(remaining)
+        return True
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Flush, stop the worker and close the store if the manager opened it."""
+        if self._closed:
+            return
+        self.flush(timeout)
+        self._closed = True
+        if self._thread is not None and self._thread.is_alive():
+            try:
+                self._queue.put(_STOP, timeout=1.0)
+                self._thread.join(timeout=5.0)
+            except queue.Full:
+                log.warning("triage worker did not stop: queue still full")
+        if self.store is not None and self.run_id is not None:
+            try:
+                self.store.end_run(self.run_id)
+            except Exception as exc:  # noqa: BLE001 - closing must not raise into the host
+                log.warning("could not mark run %s as ended: %s", self.run_id, exc)
+        if self._owns_store and self.store is not None:
+            self.store.close()
+
+    def __enter__(self) -> TriageManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ synchronous hooks
+
+    def gate(self, event: RetrievalEvent) -> GateDecision:
+        """Ask the gate plugins whether the reader should run; ``proceed`` when none decides."""
+        if not isinstance(event, RetrievalEvent):
+            raise EventError(
+                "RetrievalEvent", "event", f"gate takes a RetrievalEvent, got {type(event).__name__}"
+            )
+        try:
+            decision = self._pm.hook.triage_gate(event=event)
+        except Exception as exc:  # noqa: BLE001
+            self._on_plugin_error("<wrapper>", "triage_gate", exc)
+            decision = None
+        if decision is None:
+            return GateDecision("proceed", "no gate plugin decided")
+        if not isinstance(decision, GateDecision):
+            log.error("triage_gate returned %r, not a GateDecision; proceeding", type(decision).__name__)
+            return GateDecision("proceed", "gate plugin returned an invalid decision")
+        return decision
+
+    def rerank(self, request: RerankRequest) -> list[float] | None:
+        """Priorities for ``request.ids`` from the first plugin that answers, or ``None``."""
+        if not isinstance(request, RerankRequest):
+            raise EventError(
+                "RerankRequest", "request", f"rerank takes a RerankRequest, got {type(request).__name__}"
+            )
+        try:
+            result = self._pm.hook.triage_rerank(request=request)
+        except Exception as exc:  # noqa: BLE001
+            self._on_plugin_error("<wrapper>", "triage_rerank", exc)
+            return None
+        if result is None:
+            return None
+        try:
+            values = [float(v) for v in result]
+        except (TypeError, ValueError):
+            log.error("triage_rerank returned a non-numeric result; keeping the framework's order")
+            return None
+        if len(values) != len(request.ids) or not all(math.isfinite(v) for v in values):
+            log.error(
+                "triage_rerank returned %d value(s) for %d id(s) (or non-finite values); keeping the framework's order",
+                len(values),
+                len(request.ids),
+            )
+            return None
+        return values
+
+
+def _flush_at_exit(ref: weakref.ReferenceType[TriageManager]) -> None:
+    manager = ref()
+    if manager is not None and not manager._closed:
+        manager.flush(timeout=5.0)
+
+
+_default: TriageManager | None = None
+_default_lock = threading.Lock()
+
+
+def default_manager() -> TriageManager:
+    """A process-wide manager, created on first use (store from ``TRIAGE_STORE`` if set)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = TriageManager(store=os.environ.get("TRIAGE_STORE") or None)
+        return _default

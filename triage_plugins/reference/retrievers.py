@@ -1,0 +1,381 @@
+"""Retrievers of the built-in reference KG-RAG pipeline (TRIAGE §5.1; EvoRAG §4.2).
+
+All work over a :class:`~triage_plugins.graph.GraphView` and a query-relevance source (a
+:class:`RelevanceIndex` over a text embedder). Each returns a :class:`Retrieved`: the triples of
+K_S, explicit nodes of V_S, the reasoning paths (triple-id sequences) with scores, and RPC — the
+number of nodes whose adjacency the retriever expanded.
+
+- ``gold-entity``, ``extracted-entity``, ``light-entity``, ``light-relation`` share one n-hop beam
+  expansion (:func:`beam_expand`) and differ only in their seeds (TRIAGE §5.1): the gold topic
+  entities (an oracle), the grounder's graph-linked query entities, the top-k entities most similar
+  to the question (LightRAG local mode's principle) and the endpoints of the top-k most similar
+  triples (LightRAG global mode's principle).
+- ``path`` follows PathRAG: resource propagation from the anchors with decay α and flow-based
+  pruning, then relational paths between anchors scored by the average resource of their nodes.
+- ``krag`` is the KG-RAG retriever EvoRAG builds on: N seed entities (grounded first, then by
+  similarity), their k-hop neighbourhood, and the top-M paths per seed by path priority — mean
+  log P(t) along the path, where P(t) comes from the ``triage_rerank`` hook when a plugin answers
+  (EvoRAG hybrid priority) and is the query relevance S_r otherwise.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from triage_plugins.events import Triple
+from triage_plugins.graph import GraphView
+
+__all__ = [
+    "RETRIEVERS",
+    "RelevanceIndex",
+    "Retrieved",
+    "beam_expand",
+    "krag_retrieve",
+    "path_retrieve",
+]
+
+_EPS = 1e-6
+
+
+class Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What a retriever returned (before it becomes a RetrievalEvent)."""
+
+    triples: tuple[Triple, ...]
+    nodes: tuple[str, ...]
+    paths: tuple[tuple[str, ...], ...]
+    path_scores: tuple[float, ...]
+    expanded_nodes: int
+    seeds: tuple[str, ...]
+
+    def path_triples(self, graph: GraphView) -> list[list[Triple]]:
+        return [[graph.triple(t) for t in p] for p in self.paths]
+
+
+def triple_text(graph: GraphView, t: Triple) -> str:
+    """The text a triple is embedded as: ``subject predicate object`` with labels, underscores as spaces."""
+    return f"{graph.label(t.subject)} {t.predicate} {graph.label(t.object)}".replace("_", " ")
+
+
+class RelevanceIndex:
+    """Query relevance S_r ∈ (0, 1] of nodes and triples, from cosine similarity of embeddings.
+
+    Node and triple vectors are embedded lazily, once per graph; S_r = (1 + cos) / 2 clipped to
+    [ε, 1] so log S_r stays finite.
+    """
+
+    def __init__(self, graph: GraphView, embedder: Embedder) -> None:
+        self.graph = graph
+        self.embedder = embedder
+        self._node_vecs: np.ndarray | None = None
+        self._triple_vecs: np.ndarray | None = None
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
+
+    @property
+    def node_vectors(self) -> np.ndarray:
+        if self._node_vecs is None:
+            labels = [self.graph.label(n).replace("_", " ") for n in self.graph.nodes]
+            self._node_vecs = np.asarray(self.embedder.embed(labels), dtype=np.float32)
+        return self._node_vecs
+
+    @property
+    def triple_vectors(self) -> np.ndarray:
+        if self._triple_vecs is None:
+            texts = [triple_text(self.graph, t) for t in self.graph.triples]
+            self._triple_vecs = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        return self._triple_vecs
+
+    @staticmethod
+    def _to_relevance(cos: np.ndarray) -> np.ndarray:
+        return np.clip((1.0 + cos) / 2.0, _EPS, 1.0)
+
+    def triple_relevance(self, qvec: np.ndarray, triple_idx: np.ndarray) -> np.ndarray:
+        if len(triple_idx) == 0:
+            return np.zeros(0, dtype=np.float64)
+        return self._to_relevance(self.triple_vectors[triple_idx] @ qvec).astype(np.float64)
+
+    def top_nodes(self, qvec: np.ndarray, k: int) -> list[str]:
+        if k <= 0 or not self.graph.nodes:
+            return []
+        sims = self.node_vectors @ qvec
+        k = min(k, len(sims))
+        idx = np.argpartition(-sims, k - 1)[:k]
+        idx = idx[np.lexsort((idx, -sims[idx]))]
+        return [self.graph.nodes[int(i)] for i in idx]
+
+    def top_triples(self, qvec: np.ndarray, k: int) -> list[int]:
+        if k <= 0 or not self.graph.triples:
+            return []
+        sims = self.triple_vectors @ qvec
+        k = min(k, len(sims))
+        idx = np.argpartition(-sims, k - 1)[:k]
+        return [int(i) for i in idx[np.lexsort((idx, -sims[idx]))]]
+
+
+# --------------------------------------------------------------------------- beam expansion
+
+
+def beam_expand(
+    graph: GraphView,
+    relevance: RelevanceIndex,
+    query: str,
+    seeds: Sequence[str],
+    *,
+    hops: int = 2,
+    beam: int = 16,
+) -> Retrieved:
+    """n-hop beam expansion from ``seeds`` (TRIAGE §5.1, shared by the four entity retrievers).
+
+    Paths start at each seed; at each hop every kept path is extended by the incident triples of
+    its end node (direction ignored, no node revisited) and only the ``beam`` best paths by mean
+    S_r survive. K_S is every triple on a kept path; RPC counts the distinct nodes expanded.
+    """
+    seeds = [s for s in dict.fromkeys(seeds) if graph.has_node(s)]
+    if not seeds:
+        return Retrieved((), (), (), (), 0, ())
+    qvec = relevance.query_vector(query)
+    # frontier entries: (sum of log S_r along the path, triple indices, node indices)
+    frontier: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = [
+        (0.0, (), (graph.node_index(s),)) for s in seeds
+    ]
+    kept: dict[tuple[int, ...], float] = {}
+    expanded: set[int] = set()
+    for _ in range(hops):
+        candidates: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = []
+        for sumlog, tpath, nodes in frontier:
+            u = nodes[-1]
+            expanded.add(u)
+            lo, hi = graph.indptr[u], graph.indptr[u + 1]
+            if lo == hi:
+                continue
+            inc = graph.incident[lo:hi]
+            logs = np.log(relevance.triple_relevance(qvec, inc))
+            visited = set(nodes)
+            for t, v, r in zip(inc.tolist(), graph.indices[lo:hi].tolist(), logs.tolist(), strict=True):
+                if v not in visited and t not in tpath:
+                    candidates.append((sumlog + r, tpath + (t,), nodes + (v,)))
+        if not candidates:
+            break
+        frontier = heapq.nlargest(beam, candidates, key=lambda c: (c[0] / len(c[1]), [-x for x in c[1]]))
+        for sumlog, tpath, _ in frontier:
+            kept[tpath] = sumlog / len(tpath)
+    return _assemble(graph, kept, seeds, len(expanded))
+
+
+def _assemble(
+    graph: GraphView, kept: dict[tuple[int, ...], float], seeds: Sequence[str], expanded: int
+) -> Retrieved:
+    order = sorted(kept.items(), key=lambda kv: (-kv[1], kv[0]))
+    triples: dict[int, Triple] = {}
+    for tpath, _ in order:
+        for t in tpath:
+            triples.setdefault(t, graph.triples[t])
+    return Retrieved(
+        triples=tuple(triples.values()),
+        nodes=tuple(seeds),
+        paths=tuple(tuple(graph.triples[t].id for t in tp) for tp, _ in order),
+        path_scores=tuple(s for _, s in order),
+        expanded_nodes=expanded,
+        seeds=tuple(seeds),
+    )
+
+
+# --------------------------------------------------------------------------- PathRAG
+
+
+def path_retrieve(
+    graph: GraphView,
+    relevance: RelevanceIndex,
+    query: str,
+    anchors: Sequence[str],
+    *,
+    alpha: float = 0.8,
+    threshold: float = 0.05,
+    max_hops: int = 4,
+    top_k: int = 10,
+) -> Retrieved:
+    """PathRAG's principle: flow-pruned relational paths between anchors.
+
+    Resource starts at 1 on every anchor and flows outwards: a node passes α·S(v)/deg(v) to each
+    neighbour; flow below ``threshold`` is pruned (early stopping), at most ``max_hops`` steps.
+    Candidate paths join pairs of anchors through resource-carrying nodes (for a single anchor:
+    from the anchor to the highest-resource nodes); a path's score is the average resource of its
+    nodes and the ``top_k`` best are kept. RPC counts the nodes that pushed resource.
+    """
+    anchors = [a for a in dict.fromkeys(anchors) if graph.has_node(a)]
+    if not anchors:
+        return Retrieved((), (), (), (), 0, ())
+    deg = graph.degrees()
+    resource: dict[int, float] = {}
+    parents: dict[int, dict[int, tuple[int, int]]] = {}
+    pushed: set[int] = set()
+    for a in anchors:
+        ai = graph.node_index(a)
+        level = {ai: 1.0}
+        best_parent: dict[int, tuple[int, int]] = {}
+        seen = {ai}
+        resource[ai] = resource.get(ai, 0.0) + 1.0
+        for _ in range(max_hops):
+            nxt: dict[int, float] = {}
+            for u, s in level.items():
+                d = int(deg[u])
+                if d == 0:
+                    continue
+                flow = alpha * s / d
+                if flow < threshold:
+                    continue
+                pushed.add(u)
+                lo, hi = graph.indptr[u], graph.indptr[u + 1]
+                for t, v in zip(graph.incident[lo:hi].tolist(), graph.indices[lo:hi].tolist(), strict=True):
+                    if v in seen:
+                        continue
+                    nxt[v] = nxt.get(v, 0.0) + flow
+                    best_parent.setdefault(v, (u, t))
+            if not nxt:
+                break
+            for v, s in nxt.items():
+                resource[v] = resource.get(v, 0.0) + s
+                seen.add(v)
+            level = nxt
+        parents[ai] = best_parent
+
+    def walk(anchor: int, node: int) -> list[tuple[int, int]] | None:
+        steps: list[tuple[int, int]] = []
+        tree = parents[anchor]
+        while node != anchor:
+            if node not in tree:
+                return None
+            u, t = tree[node]
+            steps.append((t, node))
+            node = u
+        return list(reversed(steps))
+
+    kept: dict[tuple[int, ...], float] = {}
+    idx = [graph.node_index(a) for a in anchors]
+    if len(idx) >= 2:
+        for i, a in enumerate(idx):
+            for b in idx[i + 1 :]:
+                # meet in the middle: nodes reached from both anchors
+                for m in (
+                    set(parents[a]) & set(parents[b]) | ({b} & set(parents[a])) | ({a} & set(parents[b]))
+                ):
+                    left = walk(a, m) if m != a else []
+                    right = walk(b, m) if m != b else []
+                    if left is None or right is None:
+                        continue
+                    tpath = tuple(t for t, _ in left) + tuple(t for t, _ in reversed(right))
+                    if not tpath or len(set(tpath)) != len(tpath):
+                        continue
+                    nodes = {a, b} | {n for _, n in left} | {n for _, n in right}
+                    kept[tpath] = sum(resource.get(n, 0.0) for n in nodes) / len(nodes)
+    else:
+        a = idx[0]
+        for m in parents[a]:
+            steps = walk(a, m)
+            if steps:
+                nodes = {a} | {n for _, n in steps}
+                kept[tuple(t for t, _ in steps)] = sum(resource.get(n, 0.0) for n in nodes) / len(nodes)
+    best = dict(heapq.nlargest(top_k, kept.items(), key=lambda kv: (kv[1], [-x for x in kv[0]])))
+    return _assemble(graph, best, anchors, len(pushed))
+
+
+# --------------------------------------------------------------------------- KG-RAG (EvoRAG)
+
+
+def krag_retrieve(
+    graph: GraphView,
+    relevance: RelevanceIndex,
+    query: str,
+    grounded: Sequence[str],
+    *,
+    n_seeds: int = 10,
+    hops: int = 2,
+    paths_per_seed: int = 10,
+    beam: int = 64,
+    priority: Callable[[list[str], list[float]], list[float] | None] | None = None,
+) -> Retrieved:
+    """EvoRAG's KG-RAG retriever: N seeds, k-hop paths, top-M paths per seed by path priority.
+
+    Seeds are the grounded query entities, then the most similar entities up to ``n_seeds``.
+    Candidate paths (up to ``hops`` triples, no node revisited, at most ``beam`` per hop and seed
+    by S_r) are collected first; then ``priority(ids, S_r)`` (the ``triage_rerank`` hook) may
+    replace S_r by P(t) for every candidate triple at once. A path's priority is the mean
+    log P(t) along it (EvoRAG eq. 3 before the softmax, which does not change the order).
+    """
+    qvec = relevance.query_vector(query)
+    seeds = [s for s in dict.fromkeys(grounded) if graph.has_node(s)]
+    if len(seeds) < n_seeds:
+        for s in relevance.top_nodes(qvec, n_seeds):
+            if s not in seeds:
+                seeds.append(s)
+            if len(seeds) >= n_seeds:
+                break
+    seeds = seeds[:n_seeds]
+    if not seeds:
+        return Retrieved((), (), (), (), 0, ())
+    expanded: set[int] = set()
+    per_seed: list[list[tuple[int, ...]]] = []
+    cand: set[int] = set()
+    for s in seeds:
+        frontier: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = [(0.0, (), (graph.node_index(s),))]
+        paths: list[tuple[int, ...]] = []
+        for _ in range(hops):
+            nxt: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = []
+            for score, tpath, nodes in frontier:
+                u = nodes[-1]
+                expanded.add(u)
+                lo, hi = graph.indptr[u], graph.indptr[u + 1]
+                if lo == hi:
+                    continue
+                inc = graph.incident[lo:hi]
+                rel = np.log(relevance.triple_relevance(qvec, inc))
+                visited = set(nodes)
+                for t, v, r in zip(inc.tolist(), graph.indices[lo:hi].tolist(), rel.tolist(), strict=True):
+                    if v not in visited:
+                        nxt.append((score + r, tpath + (t,), nodes + (v,)))
+            if not nxt:
+                break
+            frontier = heapq.nlargest(beam, nxt, key=lambda c: (c[0] / len(c[1]), [-x for x in c[1]]))
+            paths.extend(tp for _, tp, _ in frontier)
+        per_seed.append(paths)
+        for tp in paths:
+            cand.update(tp)
+    if not cand:
+        return Retrieved((), tuple(seeds), (), (), len(expanded), tuple(seeds))
+    cand_idx = np.fromiter(sorted(cand), dtype=np.int64)
+    s_r = relevance.triple_relevance(qvec, cand_idx)
+    p = s_r
+    if priority is not None:
+        answer = priority([graph.triples[int(i)].id for i in cand_idx], s_r.tolist())
+        if answer is not None:
+            p = np.clip(np.asarray(answer, dtype=np.float64), _EPS, None)
+    logp = dict(zip(cand_idx.tolist(), np.log(p).tolist(), strict=True))
+    kept: dict[tuple[int, ...], float] = {}
+    for paths in per_seed:
+        scored = [(sum(logp[t] for t in tp) / len(tp), tp) for tp in paths]
+        for score, tp in heapq.nlargest(paths_per_seed, scored, key=lambda c: (c[0], [-x for x in c[1]])):
+            kept[tp] = max(score, kept.get(tp, -math.inf))
+    return _assemble(graph, kept, seeds, len(expanded))
+
+
+#: Names of the reference retrievers, in the order reports show them.
+RETRIEVERS: tuple[str, ...] = (
+    "gold-entity",
+    "extracted-entity",
+    "light-entity",
+    "light-relation",
+    "path",
+    "krag",
+)

@@ -1,0 +1,918 @@
+"""The trace and score store: events, metric rows, contribution scores and learned parameters (DESIGN §7).
+
+One SQLite file in WAL mode is the default backend; PostgreSQL, selected by a ``postgresql://`` URL
+so that many workers can share one contribution table, is planned and not available yet (opening
+such a URL raises :class:`~triage_plugins.errors.StoreError` saying so).
+
+Opening (:meth:`Store.open`) accepts a filesystem path, a ``sqlite:///`` URL following SQLAlchemy's
+convention (``sqlite:///rel/path.sqlite`` is relative, ``sqlite:////abs/path.sqlite`` absolute) or
+``":memory:"``. Parent directories are created.
+
+Schema (version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``; the file is tagged with
+``PRAGMA application_id`` = :data:`APPLICATION_ID`):
+
+``runs``
+    one row per run (a demo, a benchmark, a deployment session): ``id``, ``kind``, ``config``
+    (JSON), ``started_at``, ``ended_at`` (NULL while open).
+``events``
+    every hook event as it was delivered: ``kind``, ``framework``, ``query_id`` (when the event
+    has one), ``run_id``, ``ts`` and ``json`` = ``event.to_json()`` (DESIGN §6), rebuilt
+    losslessly by :meth:`Store.events`.
+``metrics``
+    one metric value per row: ``scope`` (``chunk`` / ``graph`` / ``query``), ``scope_id``,
+    ``name`` (the paper's symbol), ``value`` or NULL with a ``reason`` (undefined is not zero),
+    ``n``, ``framework``, ``retriever``, ``details`` (JSON), ``run_id``, ``ts``.
+``scores``
+    EvoRAG contribution scores (EvoRAG §4.2): ``unit`` (``triple`` / ``chunk``), ``id``, ``raw``
+    (stored raw, starting at 100), ``n_updates``, ``updated_at``. Updates are single
+    ``INSERT … ON CONFLICT DO UPDATE SET raw = raw + delta`` statements, so concurrent
+    processes and threads lose no update.
+``params``
+    a small key/value table of JSON values (for example the learned EvoRAG α).
+
+Migrations are numbered in :data:`MIGRATIONS`; opening an older file applies the missing ones,
+each in its own ``BEGIN IMMEDIATE`` transaction (so two processes opening a new file at once do not
+race). A file written by a newer schema, a file that is not SQLite, or a SQLite file of another
+application raises :class:`StoreError`.
+
+Threads: each thread uses its own connection (the manager's background worker writes while the
+host thread reads scores); an in-memory store has one connection guarded by a lock. Every public
+write is one transaction; :meth:`Store.transaction` groups several (nested uses become savepoints).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from triage_plugins.errors import EventError, StoreError
+from triage_plugins.events import EVENT_TYPES, Event, from_json
+
+if TYPE_CHECKING:
+    from triage_plugins.metrics.result import MetricResult
+
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SCOPES",
+    "TABLES",
+    "MetricRow",
+    "RunRow",
+    "ScoreRow",
+    "Store",
+]
+
+log = logging.getLogger("triage.store")
+
+APPLICATION_ID = 0x54524947  # "TRIG": marks a SQLite file as a triage-plugins store
+BUSY_TIMEOUT_SECONDS = 30.0
+SCOPES: tuple[str, ...] = ("chunk", "graph", "query")
+TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params")
+MEMORY = ":memory:"
+_PAGE = 500  # rows per page when iterating events; ids per IN (...) query
+
+#: Ordered schema migrations; migration ``i`` (1-based) brings a file to ``user_version = i``.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: runs, events, metric rows, contribution scores
+        f"PRAGMA application_id = {APPLICATION_ID}",
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            config TEXT NOT NULL DEFAULT '{}',
+            started_at REAL NOT NULL,
+            ended_at REAL
+        )""",
+        """CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT REFERENCES runs(id),
+            kind TEXT NOT NULL,
+            framework TEXT,
+            query_id TEXT,
+            ts REAL NOT NULL,
+            json TEXT NOT NULL
+        )""",
+        """CREATE TABLE metrics (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT REFERENCES runs(id),
+            scope TEXT NOT NULL CHECK (scope IN ('chunk', 'graph', 'query')),
+            scope_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value REAL,
+            reason TEXT,
+            n INTEGER,
+            framework TEXT,
+            retriever TEXT,
+            details TEXT NOT NULL DEFAULT '{}',
+            ts REAL NOT NULL,
+            CHECK (value IS NOT NULL OR reason IS NOT NULL)
+        )""",
+        """CREATE TABLE scores (
+            unit TEXT NOT NULL,
+            id TEXT NOT NULL,
+            raw REAL NOT NULL,
+            n_updates INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (unit, id)
+        ) WITHOUT ROWID""",
+    ),
+    (  # 2: learned parameters (EvoRAG alpha ...) and lookup indexes
+        """CREATE TABLE params (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE INDEX events_by_run_kind ON events (run_id, kind)",
+        "CREATE INDEX events_by_kind ON events (kind)",
+        "CREATE INDEX events_by_query ON events (query_id)",
+        "CREATE INDEX metrics_by_run ON metrics (run_id)",
+        "CREATE INDEX metrics_by_scope_name ON metrics (scope, name)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    """One row of the ``metrics`` table: a metric value (or ``None`` with its reason) for one scope.
+
+    :param scope: ``"chunk"``, ``"graph"`` or ``"query"``.
+    :param scope_id: the chunk id, graph name or query id the value belongs to.
+    :param name: the paper's symbol (``"ERC"``, ``"TCS"`` ...).
+    :param value: a finite number, or ``None`` (then ``reason`` is required).
+    :param ts: epoch seconds; filled with the write time when ``None``.
+    """
+
+    scope: str
+    scope_id: str
+    name: str
+    value: float | None
+    reason: str | None = None
+    run_id: str | None = None
+    framework: str | None = None
+    retriever: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    n: int | None = None
+    ts: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise StoreError(f"MetricRow.scope must be one of {SCOPES}, got {self.scope!r}")
+        for name in ("scope_id", "name"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise StoreError(f"MetricRow.{name} must be a non-blank string, got {value!r}")
+        if self.value is None:
+            if not isinstance(self.reason, str) or not self.reason.strip():
+                raise StoreError(f"metric {self.name!r} of {self.scope_id!r}: a None value needs a reason")
+        else:
+            if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+                raise StoreError(f"metric {self.name!r}: value must be a number or None, got {self.value!r}")
+            if not math.isfinite(self.value):
+                raise StoreError(
+                    f"metric {self.name!r} of {self.scope_id!r}: value must be finite, got {self.value!r}; "
+                    "record None with a reason instead"
+                )
+            object.__setattr__(self, "value", float(self.value))
+        if not isinstance(self.details, Mapping):
+            raise StoreError(
+                f"metric {self.name!r}: details must be a mapping, got {type(self.details).__name__}"
+            )
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int)):
+            raise StoreError(f"metric {self.name!r}: n must be an int or None, got {self.n!r}")
+
+    @classmethod
+    def from_result(cls, scope: str, scope_id: str, result: MetricResult, **fields: Any) -> MetricRow:
+        """The row of a :class:`~triage_plugins.metrics.result.MetricResult` (name, value, reason, n, details)."""
+        return cls(
+            scope,
+            scope_id,
+            result.name,
+            result.value,
+            result.reason,
+            details=result.details,
+            n=result.n,
+            **fields,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """A contribution score: the raw value (initially 100), how many updates it had, when the last was."""
+
+    raw: float
+    n_updates: int
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """A run: its id, kind (``"demo"``, ``"compare"``, ``"serve"`` ...), config and start/end times."""
+
+    id: str
+    kind: str
+    config: Mapping[str, Any]
+    started_at: float
+    ended_at: float | None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _dumps(value: Any, what: str, *, allow_nan: bool) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} cannot be stored as JSON: {exc}") from None
+
+
+def _need_text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise StoreError(f"{what} must be a non-blank string, got {value!r}")
+    return value
+
+
+def _finite(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise StoreError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _parse_target(url_or_path: str | os.PathLike[str]) -> Path | None:
+    """The file path a store URL or path names; ``None`` for an in-memory store."""
+    if isinstance(url_or_path, os.PathLike):
+        return Path(url_or_path).expanduser()
+    if not isinstance(url_or_path, str) or not url_or_path.strip():
+        raise StoreError(f"a store is opened by a path, a sqlite:/// URL or ':memory:', got {url_or_path!r}")
+    text = url_or_path.strip()
+    if text == MEMORY:
+        return None
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return Path(text).expanduser()
+    scheme = scheme.lower()
+    if scheme.startswith(("postgresql", "postgres")):
+        raise StoreError(
+            "PostgreSQL stores (postgresql:// URLs, for workers sharing one contribution table) are "
+            "planned but not available in this version of triage-plugins; use a SQLite path or a "
+            "sqlite:///path URL"
+        )
+    if scheme != "sqlite":
+        raise StoreError(
+            f"unsupported store URL scheme {scheme!r}; use a path, sqlite:///relative/path, "
+            "sqlite:////absolute/path or ':memory:'"
+        )
+    if rest in ("", "/", "/:memory:"):
+        return None
+    if not rest.startswith("/") or "?" in rest:
+        raise StoreError(
+            f"malformed SQLite URL {text!r}: write sqlite:///relative/path or sqlite:////absolute/path "
+            "(query parameters are not supported)"
+        )
+    return Path(rest[1:]).expanduser()
+
+
+class _Handle:
+    """A connection and its transaction nesting depth (0 = no open transaction)."""
+
+    __slots__ = ("db", "depth")
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.depth = 0
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class Store:
+    """A SQLite trace + score store (see the module docstring for the tables).
+
+    :param url_or_path: a path, a ``sqlite:///`` URL or ``":memory:"``.
+    :raises StoreError: the URL is unsupported, the file is not a triage-plugins SQLite store, or
+        it was written by a newer triage-plugins.
+    """
+
+    def __init__(self, url_or_path: str | os.PathLike[str]) -> None:
+        self._path = _parse_target(url_or_path)
+        self._closed = False
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._registry_lock = threading.Lock()
+        self._handles: list[tuple[weakref.ref[threading.Thread], _Handle]] = []
+        self._orphans: list[_Handle] = []  # connections inherited through fork: never touched again
+        self._memory: _Handle | None = None
+        self._memory_lock = threading.RLock()
+        if self._path is not None:
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the directory of store {str(self._path)!r}: {exc}") from None
+        first = self._connect()
+        try:
+            self._prepare(first.db)
+        except BaseException:
+            first.db.close()
+            raise
+        if self._path is None:
+            self._memory = first
+        else:
+            self._local.handle = first
+            self._handles.append((weakref.ref(threading.current_thread()), first))
+        log.debug("opened store %s (schema %d)", self.url, SCHEMA_VERSION)
+
+    @classmethod
+    def open(cls, url_or_path: str | os.PathLike[str] | Store) -> Store:
+        """Open (creating and migrating as needed) the store at a path or URL; a ``Store`` is returned as is."""
+        if isinstance(url_or_path, Store):
+            return url_or_path
+        return cls(url_or_path)
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file, or ``None`` for an in-memory store."""
+        return self._path
+
+    @property
+    def url(self) -> str:
+        """``sqlite:///<absolute path>`` or ``":memory:"``."""
+        if self._path is None:
+            return MEMORY
+        return f"sqlite:///{self._path.resolve()}"
+
+    @property
+    def schema_version(self) -> int:
+        """The file's schema version (``PRAGMA user_version``)."""
+        with self._lease() as h:
+            return int(h.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Store {self.url} {state}>"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ connections
+
+    def _where(self) -> str:
+        return MEMORY if self._path is None else str(self._path)
+
+    def _connect(self) -> _Handle:
+        try:
+            db = sqlite3.connect(
+                MEMORY if self._path is None else str(self._path),
+                timeout=BUSY_TIMEOUT_SECONDS,
+                isolation_level=None,  # we issue BEGIN / COMMIT ourselves
+                check_same_thread=False,  # close() may close another thread's connection
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {self._where()!r}: {exc}") from None
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            db.close()
+            raise self._open_error(exc) from None
+        return _Handle(db)
+
+    def _open_error(self, exc: sqlite3.Error) -> StoreError:
+        where = self._where()
+        if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+            return StoreError(
+                f"{where!r} is not a SQLite database ({exc}); pass the path of a triage-plugins store "
+                "or of a file that does not exist yet"
+            )
+        return StoreError(f"cannot open store {where!r}: {exc}")
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Check the file is ours and not newer, switch to WAL, apply missing migrations."""
+        where = self._where()
+        try:
+            app_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise self._open_error(exc) from None
+        if app_id not in (0, APPLICATION_ID):
+            raise StoreError(
+                f"{where!r} is a SQLite database of another application (application_id {app_id:#x}); "
+                "use a separate file for the triage store"
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{where!r} has store schema version {version}, newer than the {SCHEMA_VERSION} this "
+                "triage-plugins understands; upgrade triage-plugins to open it"
+            )
+        if self._path is not None:
+            try:
+                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot switch {where!r} to WAL mode: {exc}") from None
+            if str(mode).lower() != "wal":
+                log.warning("store %s: journal_mode is %s, not WAL", where, mode)
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            self._migrate(db, number)
+
+    def _migrate(self, db: sqlite3.Connection, number: int) -> None:
+        where = self._where()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot lock {where!r} to migrate it to schema {number}: {exc}") from None
+        try:
+            # Another process may have migrated while we waited for the lock.
+            current = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if current >= number:
+                db.execute("COMMIT")
+                return
+            for statement in MIGRATIONS[number - 1]:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise StoreError(
+                f"migrating {where!r} to store schema {number} failed: {exc}; is it a triage-plugins store?"
+            ) from None
+        log.info("store %s migrated to schema %d", where, number)
+
+    def _handle(self) -> _Handle:
+        if self._closed:
+            raise StoreError(f"store {self._where()!r} is closed")
+        if os.getpid() != self._pid:
+            self._after_fork()
+        if self._memory is not None:
+            return self._memory
+        handle = getattr(self._local, "handle", None)
+        if handle is None:
+            handle = self._connect()
+            with self._registry_lock:
+                self._prune_dead_threads()
+                self._handles.append((weakref.ref(threading.current_thread()), handle))
+            self._local.handle = handle
+        return handle
+
+    def _after_fork(self) -> None:
+        if self._memory is not None:
+            raise StoreError("an in-memory store cannot be used in a forked process; open a file store")
+        with self._registry_lock:
+            self._orphans.extend(h for _, h in self._handles)
+            self._handles = []
+            self._local = threading.local()
+            self._pid = os.getpid()
+
+    def _prune_dead_threads(self) -> None:
+        alive = []
+        for ref, handle in self._handles:
+            thread = ref()
+            if thread is None or not thread.is_alive():
+                handle.db.close()
+            else:
+                alive.append((ref, handle))
+        self._handles = alive
+
+    @contextmanager
+    def _lease(self) -> Iterator[_Handle]:
+        """This thread's connection (for an in-memory store: the one connection, locked)."""
+        lock = self._memory_lock if self._path is None else nullcontext()
+        with lock:
+            yield self._handle()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lease() as h:
+            db = h.db
+            if h.depth == 0:
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise StoreError(
+                        f"cannot start a write transaction on {self._where()!r}: {exc}"
+                    ) from None
+                h.depth = 1
+                try:
+                    yield db
+                except BaseException as exc:
+                    h.depth = 0
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    if isinstance(exc, sqlite3.Error):
+                        raise StoreError(
+                            f"write to {self._where()!r} failed and was rolled back: {exc}"
+                        ) from exc
+                    raise
+                h.depth = 0
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise StoreError(
+                        f"commit to {self._where()!r} failed and was rolled back: {exc}"
+                    ) from exc
+            else:
+                name = f"triage_sp{h.depth}"
+                db.execute(f"SAVEPOINT {name}")
+                h.depth += 1
+                try:
+                    yield db
+                except BaseException as exc:
+                    db.execute(f"ROLLBACK TO {name}")
+                    db.execute(f"RELEASE {name}")
+                    if isinstance(exc, sqlite3.Error):
+                        raise StoreError(
+                            f"write to {self._where()!r} failed and was rolled back: {exc}"
+                        ) from exc
+                    raise
+                else:
+                    db.execute(f"RELEASE {name}")
+                finally:
+                    h.depth -= 1
+
+    @contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """Group writes atomically: ``BEGIN IMMEDIATE`` … ``COMMIT``, ``ROLLBACK`` on an exception.
+
+        Nested uses (and the writes of the public methods inside) become savepoints of the
+        outer transaction: an inner failure that is caught undoes only the inner writes.
+        """
+        with self._tx():
+            yield self
+
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        with self._lease() as h:
+            try:
+                return h.db.execute(sql, tuple(params)).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"reading {self._where()!r} failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Close every connection of this store (idempotent); later calls raise :class:`StoreError`."""
+        with self._memory_lock, self._registry_lock:
+            if self._closed:
+                return
+            self._closed = True
+            handles = [h for _, h in self._handles]
+            if self._memory is not None:
+                handles.append(self._memory)
+            self._handles = []
+            self._memory = None
+        if os.getpid() != self._pid:
+            return  # inherited through fork: leave the parent's connections alone
+        for handle in handles:
+            try:
+                handle.db.close()
+            except sqlite3.Error as exc:  # pragma: no cover - close failing is logged, not raised
+                log.warning("closing a connection of %s failed: %s", self._where(), exc)
+
+    # ------------------------------------------------------------------ runs
+
+    def start_run(self, kind: str, config: Mapping[str, Any] | None = None) -> str:
+        """Record a new run and return its id (``<UTC time>-<random hex>``, sortable by start)."""
+        _need_text(kind, "run kind")
+        config_json = _dumps(dict(config or {}), f"config of run kind {kind!r}", allow_nan=False)
+        now = time.time()
+        run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(4)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs (id, kind, config, started_at) VALUES (?, ?, ?, ?)",
+                (run_id, kind, config_json, now),
+            )
+        return run_id
+
+    def end_run(self, run_id: str) -> None:
+        """Mark a run finished (sets ``ended_at``)."""
+        with self._tx() as db:
+            cur = db.execute("UPDATE runs SET ended_at = ? WHERE id = ?", (time.time(), run_id))
+            if cur.rowcount == 0:
+                raise StoreError(f"unknown run id {run_id!r}")
+
+    def runs(self, kind: str | None = None) -> list[RunRow]:
+        """The runs, oldest first, optionally of one kind."""
+        sql = "SELECT id, kind, config, started_at, ended_at FROM runs"
+        params: tuple = ()
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            params = (kind,)
+        rows = self._read(sql + " ORDER BY started_at, id", params)
+        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4]) for r in rows]
+
+    def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete a run with its events and metric rows; returns how many rows each table lost."""
+        with self._tx() as db:
+            out = {
+                "events": db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount,
+                "metrics": db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,)).rowcount,
+                "runs": db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount,
+            }
+        return out
+
+    # ------------------------------------------------------------------ events
+
+    @staticmethod
+    def _event_row(event: Event, run_id: str | None, ts: float) -> tuple:
+        if not isinstance(event, Event):
+            raise StoreError(f"record_event expects a triage event, got {type(event).__name__}")
+        try:
+            text = event.to_json()
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
+        return (
+            run_id,
+            event.kind,
+            getattr(event, "framework", None),
+            getattr(event, "query_id", None),
+            ts,
+            text,
+        )
+
+    _INSERT_EVENT = (
+        "INSERT INTO events (run_id, kind, framework, query_id, ts, json) VALUES (?, ?, ?, ?, ?, ?)"
+    )
+
+    def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
+        """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
+        row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
+        with self._tx() as db:
+            return int(self._insert(db, self._INSERT_EVENT, row, run_id).lastrowid)
+
+    def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
+        """Store many events in one transaction (all or none); returns how many were written."""
+        now = time.time()
+        count = 0
+        with self._tx() as db:
+            for event in events:
+                self._insert(db, self._INSERT_EVENT, self._event_row(event, run_id, now), run_id)
+                count += 1
+        return count
+
+    def _insert(self, db: sqlite3.Connection, sql: str, row: tuple, run_id: str | None) -> sqlite3.Cursor:
+        try:
+            return db.execute(sql, row)
+        except sqlite3.IntegrityError as exc:
+            if "FOREIGN KEY" in str(exc):
+                raise StoreError(
+                    f"unknown run id {run_id!r}: get run ids from start_run() of this store"
+                ) from None
+            raise
+        except UnicodeEncodeError as exc:
+            raise StoreError(f"text cannot be stored as UTF-8 (lone surrogate?): {exc}") from None
+
+    def events(
+        self,
+        kind: str | type[Event] | None = None,
+        run_id: str | None = None,
+        *,
+        framework: str | None = None,
+        query_id: str | None = None,
+    ) -> Iterator[Event]:
+        """The stored events in recording order, rebuilt with :func:`triage_plugins.events.from_json`.
+
+        Filters combine with AND. Rows are read in pages, so iterating a large store is cheap.
+        """
+        if isinstance(kind, type):
+            kind = getattr(kind, "kind", None)
+        if kind is not None and kind not in EVENT_TYPES:
+            raise StoreError(f"unknown event kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("kind", kind),
+            ("run_id", run_id),
+            ("framework", framework),
+            ("query_id", query_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        return self._iter_events(" AND ".join(["id > ?", *where]), params)
+
+    def _iter_events(self, where: str, params: list[Any]) -> Iterator[Event]:
+        last = 0
+        while True:
+            rows = self._read(
+                f"SELECT id, json FROM events WHERE {where} ORDER BY id LIMIT {_PAGE}", [last, *params]
+            )
+            for row_id, text in rows:
+                try:
+                    yield from_json(text)
+                except EventError as exc:
+                    raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
+            if len(rows) < _PAGE:
+                return
+            last = rows[-1][0]
+
+    # ------------------------------------------------------------------ metrics
+
+    _INSERT_METRIC = (
+        "INSERT INTO metrics (run_id, scope, scope_id, name, value, reason, n, framework, retriever, "
+        "details, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+
+    @staticmethod
+    def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:
+        if not isinstance(row, MetricRow):
+            raise StoreError(f"record_metrics expects MetricRow items, got {type(row).__name__}")
+        details = _dumps(dict(row.details), f"details of metric {row.name!r}", allow_nan=True)
+        return (
+            row.run_id if row.run_id is not None else run_id,
+            row.scope,
+            row.scope_id,
+            row.name,
+            row.value,
+            row.reason,
+            row.n,
+            row.framework,
+            row.retriever,
+            details,
+            now if row.ts is None else _finite(row.ts, "MetricRow.ts"),
+        )
+
+    def record_metric(
+        self,
+        scope: str,
+        scope_id: str,
+        name: str,
+        value: float | None,
+        reason: str | None = None,
+        *,
+        run_id: str | None = None,
+        framework: str | None = None,
+        retriever: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        n: int | None = None,
+    ) -> None:
+        """Store one metric value; ``None`` needs a ``reason`` (undefined is not zero).
+
+        ``details`` may hold non-finite floats (kept with Python's JSON ``Infinity`` / ``NaN``).
+        """
+        row = MetricRow(scope, scope_id, name, value, reason, run_id, framework, retriever, details or {}, n)
+        values = self._metric_row(row, run_id, time.time())
+        with self._tx() as db:
+            self._insert(db, self._INSERT_METRIC, values, values[0])
+
+    def record_metrics(self, rows: Iterable[MetricRow], *, run_id: str | None = None) -> int:
+        """Store many metric rows in one transaction (all or none); ``run_id`` fills rows without one."""
+        now = time.time()
+        count = 0
+        with self._tx() as db:
+            for row in rows:
+                values = self._metric_row(row, run_id, now)
+                self._insert(db, self._INSERT_METRIC, values, values[0])
+                count += 1
+        return count
+
+    def metrics(
+        self,
+        scope: str | None = None,
+        name: str | None = None,
+        run_id: str | None = None,
+        *,
+        scope_id: str | None = None,
+        framework: str | None = None,
+        retriever: str | None = None,
+    ) -> list[MetricRow]:
+        """The stored metric rows in recording order; filters combine with AND."""
+        if scope is not None and scope not in SCOPES:
+            raise StoreError(f"unknown metric scope {scope!r}; expected one of {SCOPES}")
+        where: list[str] = []
+        params: list[Any] = []
+        filters = (
+            ("scope", scope),
+            ("name", name),
+            ("run_id", run_id),
+            ("scope_id", scope_id),
+            ("framework", framework),
+            ("retriever", retriever),
+        )
+        for column, value in filters:
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        sql = (
+            "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts "
+            "FROM metrics"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._read(sql + " ORDER BY id", params)
+        return [
+            MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------------ contribution scores
+
+    _UPSERT_SCORE = (
+        "INSERT INTO scores (unit, id, raw, n_updates, updated_at) VALUES (?, ?, ? + ?, 1, ?) "
+        "ON CONFLICT (unit, id) DO UPDATE SET raw = raw + ?, n_updates = n_updates + 1, "
+        "updated_at = excluded.updated_at RETURNING raw"
+    )
+
+    def add_score(self, unit: str, id: str, delta: float, *, init: float = 100.0) -> float:
+        """Atomically add ``delta`` to a raw contribution score (a new id starts at ``init``); returns the new raw.
+
+        One ``INSERT … ON CONFLICT DO UPDATE`` statement: concurrent processes lose no update.
+        """
+        return self.add_scores(unit, {id: delta}, init=init)[id]
+
+    def add_scores(self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0) -> dict[str, float]:
+        """Atomically add each ``deltas[id]`` in one transaction; returns the new raw score of each id."""
+        _need_text(unit, "score unit")
+        init = _finite(init, "init")
+        checked: list[tuple[str, float]] = []
+        for item_id, delta in deltas.items():
+            _need_text(item_id, f"{unit} id")
+            checked.append((item_id, _finite(delta, f"score delta of {unit} {item_id!r}")))
+        now = time.time()
+        out: dict[str, float] = {}
+        with self._tx() as db:
+            for item_id, delta in checked:
+                out[item_id] = float(
+                    db.execute(self._UPSERT_SCORE, (unit, item_id, init, delta, now, delta)).fetchall()[0][0]
+                )
+        return out
+
+    def set_score(self, unit: str, id: str, raw: float) -> None:
+        """Overwrite a raw score (suppression, resets); keeps its update count (0 for a new id)."""
+        _need_text(unit, "score unit")
+        _need_text(id, f"{unit} id")
+        raw = _finite(raw, f"raw score of {unit} {id!r}")
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO scores (unit, id, raw, n_updates, updated_at) VALUES (?, ?, ?, 0, ?) "
+                "ON CONFLICT (unit, id) DO UPDATE SET raw = excluded.raw, updated_at = excluded.updated_at",
+                (unit, id, raw, time.time()),
+            )
+
+    def get_scores(self, unit: str, ids: Iterable[str] | None = None) -> dict[str, ScoreRow]:
+        """Raw scores of ``unit`` (all of them, or only ``ids``; ids never updated are absent)."""
+        sql = "SELECT id, raw, n_updates, updated_at FROM scores WHERE unit = ?"
+        if ids is None:
+            rows = self._read(sql, (unit,))
+        else:
+            wanted = list(dict.fromkeys(ids))
+            rows = []
+            for start in range(0, len(wanted), _PAGE):
+                page = wanted[start : start + _PAGE]
+                marks = ", ".join("?" * len(page))
+                rows.extend(self._read(f"{sql} AND id IN ({marks})", (unit, *page)))
+        return {r[0]: ScoreRow(r[1], r[2], r[3]) for r in rows}
+
+    # ------------------------------------------------------------------ params
+
+    def get_param(self, name: str, default: Any = None) -> Any:
+        """A stored parameter's JSON value, or ``default`` when it was never set."""
+        rows = self._read("SELECT value FROM params WHERE name = ?", (name,))
+        return json.loads(rows[0][0]) if rows else default
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Store a parameter (any JSON-serializable value, finite numbers only)."""
+        _need_text(name, "parameter name")
+        text = _dumps(value, f"parameter {name!r}", allow_nan=False)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO params (name, value, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (name, text, time.time()),
+            )
+
+    # ------------------------------------------------------------------ summary
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table: runs, events, metrics, scores, params."""
+        return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}
