@@ -294,3 +294,8 @@ def test_unicode_survives():
     t = Triple.of("Zoë Šťastná", "née", "Łódź 🚀")
     ev = GraphEvent("fw", GraphView([t]))
     assert from_json(ev.to_json()) == ev
+
+
+def test_missing_required_field_names_it():
+    with pytest.raises(EventError, match=r"^Triple\.object: is required"):
+        Triple.from_dict({"id": "t", "subject": "a", "predicate": "p"})

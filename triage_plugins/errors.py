@@ -38,3 +38,11 @@ class ConfigError(TriageError, ValueError):
 
 class DatasetError(TriageError, ValueError):
     """A dataset file is malformed; the message gives the file, line number and reason."""
+
+
+class FeedbackError(TriageError, ValueError):
+    """Invalid input to the feedback learner (an empty path, a utility outside [-1, 1] ...)."""
+
+
+class JudgeOutputError(FeedbackError):
+    """An LLM judge's answer is not the JSON the prompt asked for; the message says what is wrong."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -737,10 +737,15 @@ def _plain(obj: Any) -> Any:
 
 
 def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    if not isinstance(data, Mapping):
+        raise EventError(cls.__name__, "event", f"expected a JSON object, got {type(data).__name__}")
     names = {f.name for f in fields(cls)}
     unknown = set(data) - names - {"event"}
     if unknown:
         raise EventError(cls.__name__, sorted(unknown)[0], "is not a field of this event")
+    for f in fields(cls):
+        if f.name not in data and f.default is MISSING and f.default_factory is MISSING:
+            raise EventError(cls.__name__, f.name, "is required")
     kwargs = {}
     for name in names:
         if name in data:

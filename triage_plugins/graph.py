@@ -37,6 +37,40 @@ def normalize_label(text: str) -> str:
     return " ".join(_PUNCT.sub(" ", text).split())
 
 
+def _check_labels(labels: Mapping[str, str] | None) -> dict[str, str]:
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping):
+        raise EventError(
+            "GraphView", "labels", f"must be a mapping node id -> label, got {type(labels).__name__}"
+        )
+    for node, label in labels.items():
+        if not isinstance(node, str) or not isinstance(label, str) or not label.strip():
+            raise EventError(
+                "GraphView", "labels", f"labels map node ids to non-blank strings, got {node!r}: {label!r}"
+            )
+    return dict(labels)
+
+
+def _check_sources(sources: Mapping[str, Iterable[str]] | None) -> dict[str, tuple[str, ...]]:
+    if sources is None:
+        return {}
+    if not isinstance(sources, Mapping):
+        raise EventError(
+            "GraphView", "sources", f"must be a mapping triple id -> chunk ids, got {type(sources).__name__}"
+        )
+    out: dict[str, tuple[str, ...]] = {}
+    for tid, chunks in sources.items():
+        if isinstance(chunks, str | bytes) or not isinstance(chunks, Iterable):
+            raise EventError(
+                "GraphView", "sources", f"{tid!r} must map to a list of chunk ids, got {chunks!r}"
+            )
+        out[tid] = tuple(chunks)
+        if not all(isinstance(c, str) for c in out[tid]):
+            raise EventError("GraphView", "sources", f"chunk ids of {tid!r} must be strings, got {chunks!r}")
+    return out
+
+
 class GraphView:
     """Immutable KG view built from triples.
 
@@ -67,6 +101,11 @@ class GraphView:
         labels: Mapping[str, str] | None = None,
         sources: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
+        for name, value in (("triples", triples), ("nodes", nodes)):
+            if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+                raise EventError(
+                    "GraphView", name, f"must be an iterable of items, got {type(value).__name__}"
+                )
         kept: list[Triple] = []
         tindex: dict[str, int] = {}
         for t in triples:
@@ -96,10 +135,8 @@ class GraphView:
         self._triple_index = tindex
         self._nodes = tuple(node_list)
         self._node_index = nindex
-        self._labels = MappingProxyType({n: lab for n, lab in (labels or {}).items() if n in nindex})
-        self._sources = MappingProxyType(
-            {tid: tuple(ch) for tid, ch in (sources or {}).items() if tid in tindex}
-        )
+        self._labels = MappingProxyType({n: lab for n, lab in _check_labels(labels).items() if n in nindex})
+        self._sources = MappingProxyType({t: ch for t, ch in _check_sources(sources).items() if t in tindex})
         self._subj = subj
         self._obj = obj
         self._build_csr()
@@ -116,9 +153,13 @@ class GraphView:
         counts = np.bincount(ends, minlength=n) if n else np.zeros(0, dtype=np.int64)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
+        indices = other[order]
+        incident = tid[order]
+        for arr in (indptr, indices, incident):
+            arr.flags.writeable = False
         self.indptr = indptr
-        self.indices = other[order]
-        self.incident = tid[order]
+        self.indices = indices
+        self.incident = incident
 
     # ------------------------------------------------------------------ basic accessors
 
@@ -261,8 +302,13 @@ class GraphView:
     def from_dict(cls, data: Mapping[str, Any]) -> GraphView:
         if not isinstance(data, Mapping):
             raise EventError("GraphView", "graph", f"expected an object, got {type(data).__name__}")
+        triples = data.get("triples", ())
+        if not isinstance(triples, list | tuple):
+            raise EventError(
+                "GraphView", "triples", f"expected a list of triples, got {type(triples).__name__}"
+            )
         return cls(
-            triples=(Triple.from_dict(t) for t in data.get("triples", ())),
+            triples=[Triple.from_dict(t) for t in triples],
             nodes=data.get("nodes", ()),
             labels=data.get("labels") or {},
             sources=data.get("sources") or {},

@@ -8,4 +8,5 @@ from __future__ import annotations
 
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("triage.recorder", "triage_plugins.handlers.recorder:StoreRecorder"),
+    ("triage.feedback", "triage_plugins.handlers.feedback:FeedbackLearner"),
 )

@@ -1,0 +1,365 @@
+"""Path utility U ∈ [−1, 1] from response-level feedback (EvoRAG §4.2, eq. 1: U{L} = f(q, R_q, L, FS)).
+
+Every evaluator implements :class:`PathEvaluator`: ``evaluate(query, answer, paths, feedback_score,
+context) -> list[float | None]``, one utility per path, ``None`` meaning "no update through this
+path" (see :mod:`triage_plugins.feedback.backprop` for how such a path is treated). A path is a
+sequence of :class:`~triage_plugins.events.Triple` (triple level) or a one-element sequence of
+:class:`~triage_plugins.events.Chunk` (chunk level, EvoRAG §6.12). ``feedback_score`` is in [0, 1]
+(a 1–5 rating r arrives as (r − 1)/4); its signed form is f = 2·s − 1 ∈ [−1, 1].
+
+- :class:`LLMJudgeEvaluator` — the paper's evaluator: one prompt, Supportiveness, Fidelity and
+  Conflict per path, utility = Supportiveness only when Fidelity is high and Conflict low.
+- :class:`AnswerSupportEvaluator` — no LLM: a path supports the response when it reaches the
+  response's answer entity.
+- :class:`GoldEvaluator` — gold answers (and gold paths) of a benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from triage_plugins.errors import JudgeOutputError
+from triage_plugins.events import Chunk, Gold, Triple
+from triage_plugins.graph import normalize_label
+
+__all__ = [
+    "AnswerSupportEvaluator",
+    "EvaluationContext",
+    "GoldEvaluator",
+    "LLMJudgeEvaluator",
+    "PathEvaluator",
+    "Unit",
+    "judge_prompt",
+    "parse_judgement",
+]
+
+log = logging.getLogger("triage.feedback.evaluators")
+
+Unit = Triple | Chunk
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationContext:
+    """What an evaluator may need beyond the query, answer, paths and score.
+
+    :param unit: ``"triple"`` or ``"chunk"``.
+    :param answer_entities: node ids the answer was grounded to (``GenerationEvent.answer_grounding``).
+    :param query_entities: node ids the query was grounded to (``RetrievalEvent.grounding``).
+    :param gold: gold annotations of the query, when a benchmark has them.
+    """
+
+    unit: Literal["triple", "chunk"] = "triple"
+    answer_entities: tuple[str, ...] = ()
+    query_entities: tuple[str, ...] = ()
+    gold: Gold | None = None
+
+
+@runtime_checkable
+class PathEvaluator(Protocol):
+    """Turns response-level feedback into one utility per path (EvoRAG eq. 1)."""
+
+    def evaluate(
+        self,
+        query: str,
+        answer: str,
+        paths: Sequence[Sequence[Unit]],
+        feedback_score: float,
+        context: EvaluationContext,
+    ) -> list[float | None]:
+        """One utility in [−1, 1] per path, or ``None`` for "no update through this path"."""
+        ...
+
+
+def _has_phrase(text: str, phrase: str) -> bool:
+    """Whole-word occurrence of a normalized phrase in a normalized text."""
+    return bool(phrase) and f" {phrase} " in f" {text} "
+
+
+def _path_entities(path: Sequence[Unit]) -> set[str]:
+    out: set[str] = set()
+    for unit in path:
+        if isinstance(unit, Triple):
+            out.add(normalize_label(unit.subject))
+            out.add(normalize_label(unit.object))
+    return out
+
+
+def _path_reaches(path: Sequence[Unit], targets: set[str]) -> bool:
+    """A triple path reaches a target when one of its entities is it; a chunk, when its text names it."""
+    if not targets:
+        return False
+    for unit in path:
+        if isinstance(unit, Triple):
+            if normalize_label(unit.subject) in targets or normalize_label(unit.object) in targets:
+                return True
+        else:
+            text = normalize_label(unit.text)
+            if any(_has_phrase(text, t) for t in targets):
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- answer support
+
+
+class AnswerSupportEvaluator:
+    """No-LLM utility: does the path lead to the response's answer entity?
+
+    Answer entities are the answer's grounded node ids minus those also grounded in the query (a
+    question's topic entity starts every path and says nothing about the answer), unless that
+    leaves none. Without grounding, the entities of the paths whose label occurs as whole words in
+    the answer text (and not in the query) are used; for chunks, the normalized answer text itself.
+
+    Sign follows the signed feedback f = 2s − 1:
+
+    - f > 0 (a good answer): supporting paths get +f, the other paths −f;
+    - f < 0 (a bad answer): supporting paths get f (they misled the reader), the others ``None``
+      — they did not produce the wrong answer, and nothing says they hold the right one;
+    - f = 0, or no answer entity can be identified: ``None`` for every path.
+    """
+
+    def evaluate(
+        self,
+        query: str,
+        answer: str,
+        paths: Sequence[Sequence[Unit]],
+        feedback_score: float,
+        context: EvaluationContext,
+    ) -> list[float | None]:
+        f = 2.0 * float(feedback_score) - 1.0
+        targets = self.answer_targets(query, answer, paths, context)
+        if f == 0.0 or not targets:
+            return [None] * len(paths)
+        out: list[float | None] = []
+        for path in paths:
+            supports = _path_reaches(path, targets)
+            if f > 0:
+                out.append(f if supports else -f)
+            else:
+                out.append(f if supports else None)
+        return out
+
+    @staticmethod
+    def answer_targets(
+        query: str, answer: str, paths: Sequence[Sequence[Unit]], context: EvaluationContext
+    ) -> set[str]:
+        """Normalized labels of the answer entities (class docstring)."""
+        query_norm = normalize_label(query)
+        topic = {normalize_label(e) for e in context.query_entities}
+        grounded = {normalize_label(e) for e in context.answer_entities} - {""}
+        if grounded:
+            specific = {e for e in grounded if e not in topic and not _has_phrase(query_norm, e)}
+            return specific or grounded
+        answer_norm = normalize_label(answer)
+        if not answer_norm:
+            return set()
+        if context.unit == "chunk":
+            return {answer_norm}
+        found: set[str] = set()
+        for path in paths:
+            for entity in _path_entities(path):
+                if (
+                    _has_phrase(answer_norm, entity)
+                    and entity not in topic
+                    and not _has_phrase(query_norm, entity)
+                ):
+                    found.add(entity)
+        return found
+
+
+# --------------------------------------------------------------------------- gold
+
+
+class GoldEvaluator:
+    """Utility from gold annotations (EvoRAG §6.4's ground-truth feedback), feedback-independent.
+
+    U = +1 for a path that reaches a gold answer (a chunk that names one). Otherwise, when gold
+    paths exist, U = 2·φ − 1 with φ the share of the path's triples that lie on a gold path
+    (matched by id or by normalized (subject, predicate, object)) — a correct first hop is not
+    harmful; else U = −1. No gold answers and no gold paths: ``None`` for every path.
+
+    :param gold: gold annotations to use instead of ``context.gold``.
+    """
+
+    def __init__(self, gold: Gold | None = None) -> None:
+        self.gold = gold
+
+    def evaluate(
+        self,
+        query: str,
+        answer: str,
+        paths: Sequence[Sequence[Unit]],
+        feedback_score: float,
+        context: EvaluationContext,
+    ) -> list[float | None]:
+        gold = self.gold or context.gold
+        if gold is None or (not gold.answers and not gold.paths):
+            return [None] * len(paths)
+        answers = {normalize_label(a) for a in gold.answers}
+        on_gold_ids = {t.id for p in gold.paths for t in p}
+        on_gold_spo = {_spo(t) for p in gold.paths for t in p}
+        out: list[float | None] = []
+        for path in paths:
+            if _path_reaches(path, answers):
+                out.append(1.0)
+            elif gold.paths and all(isinstance(u, Triple) for u in path):
+                hits = sum(1 for t in path if t.id in on_gold_ids or _spo(t) in on_gold_spo)
+                out.append(2.0 * hits / len(path) - 1.0)
+            else:
+                out.append(-1.0)
+        return out
+
+
+def _spo(t: Triple) -> tuple[str, str, str]:
+    return normalize_label(t.subject), normalize_label(t.predicate), normalize_label(t.object)
+
+
+# --------------------------------------------------------------------------- LLM judge
+
+_JUDGE_TEMPLATE = """You are evaluating how each retrieved reasoning path contributed to an answer.
+
+Question: {query}
+Answer given: {answer}
+Feedback on the answer: {score:.2f} on a scale from 0 (wrong or useless) to 1 (correct and complete).
+
+Retrieved paths:
+{paths}
+
+For every path give three numbers, each between -1 and 1:
+- "supportiveness": judged in the light of the feedback. Positive when the path provides evidence
+  for an answer the feedback rates good, or evidence against an answer the feedback rates bad;
+  negative when the path supports an answer the feedback rates bad (it misled) or undermines one
+  it rates good; near 0 when it is irrelevant.
+- "fidelity": how much the answer actually draws on this path (-1 not at all, 1 entirely).
+- "conflict": whether the path contradicts the answer (-1 no contradiction, 1 direct contradiction).
+
+Reply with JSON only, no other text, exactly {n} entries in path order:
+{{"paths": [{{"path": 1, "supportiveness": 0.0, "fidelity": 0.0, "conflict": 0.0}}, ...]}}"""
+
+_FIELDS = ("supportiveness", "fidelity", "conflict")
+_FENCE = re.compile(r"\A```(?:json)?[ \t]*\n(.*)\n```\Z", re.DOTALL)
+
+
+def _render(path: Sequence[Unit], max_chars: int) -> str:
+    if all(isinstance(u, Triple) for u in path):
+        return " -> ".join(f"({t.subject}, {t.predicate}, {t.object})" for t in path)  # type: ignore[union-attr]
+    text = " ".join(u.text if isinstance(u, Chunk) else str(u) for u in path)
+    return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+
+
+def judge_prompt(
+    query: str, answer: str, paths: Sequence[Sequence[Unit]], feedback_score: float, max_chars: int = 1200
+) -> str:
+    """The single judging prompt covering every path (EvoRAG §4.2, §4.3.4: one LLM call per query)."""
+    lines = "\n".join(f"[{i}] {_render(p, max_chars)}" for i, p in enumerate(paths, start=1))
+    return _JUDGE_TEMPLATE.format(query=query, answer=answer, score=feedback_score, paths=lines, n=len(paths))
+
+
+def parse_judgement(text: str, n_paths: int) -> list[tuple[float, float, float]]:
+    """Parse the judge's reply strictly into (supportiveness, fidelity, conflict) per path.
+
+    The reply must be one JSON object ``{"paths": [...]}`` (a single surrounding Markdown code
+    fence is tolerated, nothing else) with exactly ``n_paths`` entries, entry k having ``"path": k``
+    and the three scores as numbers in [−1, 1]. Other keys in an entry are ignored.
+
+    :raises JudgeOutputError: naming what was wrong.
+    """
+    if not isinstance(text, str):
+        raise JudgeOutputError(f"judge returned {type(text).__name__}, expected a JSON string")
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        data: Any = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise JudgeOutputError(
+            f"judge output is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): "
+            f'{_preview(text)}; expected {{"paths": [...]}}'
+        ) from None
+    if not isinstance(data, dict) or "paths" not in data:
+        raise JudgeOutputError(f'judge output must be a JSON object with key "paths", got {_preview(text)}')
+    items = data["paths"]
+    if not isinstance(items, list):
+        raise JudgeOutputError(f'judge output "paths" must be a list, got {type(items).__name__}')
+    if len(items) != n_paths:
+        raise JudgeOutputError(f"judge scored {len(items)} path(s) but {n_paths} were given")
+    out: list[tuple[float, float, float]] = []
+    for k, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise JudgeOutputError(f"judge entry {k} must be a JSON object, got {type(item).__name__}")
+        number = item.get("path")
+        if isinstance(number, bool) or number != k:
+            raise JudgeOutputError(
+                f'judge entry {k} has "path": {number!r}; entries must be numbered 1..{n_paths} in order'
+            )
+        values = []
+        for key in _FIELDS:
+            if key not in item:
+                raise JudgeOutputError(f'judge entry for path {k} is missing key "{key}"')
+            v = item[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise JudgeOutputError(f'judge entry for path {k}: "{key}" must be a number, got {v!r}')
+            if not -1.0 <= v <= 1.0:
+                raise JudgeOutputError(f'judge entry for path {k}: "{key}" = {v} is outside [-1, 1]')
+            values.append(float(v))
+        out.append((values[0], values[1], values[2]))
+    return out
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    flat = " ".join(str(text).split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 3] + "...")
+
+
+class LLMJudgeEvaluator:
+    """The paper's evaluator (EvoRAG §4.2): an LLM scores every path in one call.
+
+    Gating ("a path's utility is updated based on Supportiveness only when Fidelity is high and
+    Conflict is low; otherwise, the update is suppressed"): U = supportiveness when
+    fidelity ≥ ``fidelity_min`` and conflict ≤ ``conflict_max``, else ``None``. On the judge's
+    [−1, 1] scale "high" and "low" default to the upper and lower half: fidelity_min = 0,
+    conflict_max = 0.
+
+    :param llm: ``llm(prompt) -> reply text``.
+    :raises JudgeOutputError: from :meth:`evaluate` when the reply is malformed.
+    """
+
+    def __init__(
+        self,
+        llm: Callable[[str], str],
+        *,
+        fidelity_min: float = 0.0,
+        conflict_max: float = 0.0,
+        max_chars: int = 1200,
+    ) -> None:
+        self.llm = llm
+        self.fidelity_min = float(fidelity_min)
+        self.conflict_max = float(conflict_max)
+        self.max_chars = int(max_chars)
+
+    def evaluate(
+        self,
+        query: str,
+        answer: str,
+        paths: Sequence[Sequence[Unit]],
+        feedback_score: float,
+        context: EvaluationContext,
+    ) -> list[float | None]:
+        if not paths:
+            return []
+        reply = self.llm(judge_prompt(query, answer, paths, feedback_score, self.max_chars))
+        scores = parse_judgement(reply, len(paths))
+        return [self.gate(*s) for s in scores]
+
+    def gate(self, supportiveness: float, fidelity: float, conflict: float) -> float | None:
+        """The gating rule: Supportiveness when Fidelity is high and Conflict low, else ``None``."""
+        if fidelity >= self.fidelity_min and conflict <= self.conflict_max:
+            return supportiveness
+        return None

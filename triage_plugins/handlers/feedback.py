@@ -1,0 +1,370 @@
+"""The feedback learner: EvoRAG contribution scores as a default plugin (EvoRAG §4–5; DESIGN §4).
+
+It remembers each query's retrieval and generation (bounded LRU, keyed by framework and query id),
+turns a feedback event into path utilities with the configured evaluator, backpropagates them into
+the contribution scores and α, and — when ``config.reweight`` is on — answers ``triage_rerank``
+with the hybrid priority P(t) = (1 − α)·S_r(t) + α·S_c(t) (eq. 2), times the suppression factor.
+
+Paths (DESIGN §4, EvoRAG §6.12):
+
+- ``unit="triple"``: the retrieval's paths as triple sequences; a retriever that reports no paths
+  (LightRAG, GraphRAG local search) gets each retrieved triple as a one-hop path;
+- ``unit="chunk"``: each retrieved chunk is a one-unit path. Our reading of §6.12 ("contribution
+  scores for text chunks … incorporated into retrieval ranking alongside semantic similarity"):
+  the same eq. 2–9 with |L_i| = 1, so P(L_i) = P(c_i)/Σ_j P(c_j) and a chunk's gradient is its own
+  path's term only.
+
+S_r in the backward pass is the relevance the framework sent with ``triage_rerank`` for the same
+query (so forward and backward use the same P(t)); units it did not cover get the configured
+relevance function (default :func:`~triage_plugins.feedback.priority.token_relevance`).
+
+Options (``config.options``, keys ``"feedback.<name>"``): ``eta`` (0.25), ``max_step`` (0.1),
+``alpha`` (0.5), ``learn_alpha`` (True), ``eta_alpha`` (0.01), ``max_alpha_step`` (0.01),
+``alpha_bounds`` ((0.05, 0.95)), ``evaluator`` (``None`` = gold when the retrieval carries gold,
+else answer support; or ``"answer"``, ``"gold"``, ``"llm"``, or a ``PathEvaluator``), ``llm`` (the
+judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), ``relevance``
+(``relevance(query, texts) -> S_r``), ``memory`` (1024 queries), ``max_hops`` (3), ``fusion_rule``
+(``"average"``), ``labeller``, ``suppress_after`` (3), ``suppression_factor`` (0.5), ``init`` (100),
+``scale`` (200).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+
+from triage_plugins.errors import ConfigError, FeedbackError
+from triage_plugins.events import (
+    Chunk,
+    FeedbackEvent,
+    GenerationEvent,
+    GraphEvent,
+    RerankRequest,
+    RetrievalEvent,
+    Triple,
+)
+from triage_plugins.feedback.backprop import FeedbackOptimizer, Update
+from triage_plugins.feedback.evaluators import (
+    AnswerSupportEvaluator,
+    EvaluationContext,
+    GoldEvaluator,
+    LLMJudgeEvaluator,
+    PathEvaluator,
+)
+from triage_plugins.feedback.evolution import EvolutionResult, KGEvolution, join_relations
+from triage_plugins.feedback.priority import Relevance, clamp_relevance, token_relevance, unit_priority
+from triage_plugins.feedback.scores import ContributionScores
+from triage_plugins.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from triage_plugins.graph import GraphView
+    from triage_plugins.manager import TriageManager
+
+__all__ = ["FeedbackLearner"]
+
+log = logging.getLogger("triage.handlers.feedback")
+
+PREFIX = "feedback."
+DEFAULTS: dict[str, Any] = {
+    "eta": 0.25,
+    "max_step": 0.1,
+    "alpha": 0.5,
+    "learn_alpha": True,
+    "eta_alpha": 0.01,
+    "max_alpha_step": 0.01,
+    "alpha_bounds": (0.05, 0.95),
+    "evaluator": None,
+    "llm": None,
+    "fidelity_min": 0.0,
+    "conflict_max": 0.0,
+    "relevance": None,
+    "memory": 1024,
+    "max_hops": 3,
+    "fusion_rule": "average",
+    "labeller": join_relations,
+    "suppress_after": 3,
+    "suppression_factor": 0.5,
+    "init": 100.0,
+    "scale": 200.0,
+}
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _LRU(Generic[K, V]):
+    """A small thread-safe LRU mapping."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def values(self) -> list[V]:
+        with self._lock:
+            return list(self._data.values())
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass
+class _Model:
+    scores: ContributionScores
+    optimizer: FeedbackOptimizer
+    evolution: KGEvolution
+
+
+def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(DEFAULTS)
+    for key, value in raw.items():
+        if not key.startswith(PREFIX):
+            continue
+        name = key[len(PREFIX) :]
+        if name not in DEFAULTS:
+            raise ConfigError(
+                f"unknown option {key!r}; the feedback learner knows {sorted(PREFIX + k for k in DEFAULTS)}"
+            )
+        out[name] = value
+    if not isinstance(out["memory"], int) or out["memory"] < 1:
+        raise ConfigError(f"feedback.memory must be a whole number >= 1, got {out['memory']!r}")
+    return out
+
+
+def _text(unit: Triple | Chunk) -> str:
+    if isinstance(unit, Triple):
+        return f"{unit.subject} {unit.predicate} {unit.object}"
+    return unit.text
+
+
+class FeedbackLearner:
+    """Default plugin: learns EvoRAG contribution scores from feedback and reranks with them.
+
+    :param manager: the :class:`~triage_plugins.manager.TriageManager` (its ``store`` and ``config``).
+    """
+
+    def __init__(self, manager: TriageManager) -> None:
+        self.manager = manager
+        self.options = _options(manager.config.options)
+        size = self.options["memory"]
+        self._retrievals: _LRU[tuple[str, str], RetrievalEvent] = _LRU(size)
+        self._generations: _LRU[tuple[str, str], GenerationEvent] = _LRU(size)
+        self._relevance: _LRU[tuple[str, str], dict[str, float]] = _LRU(size)
+        self._models: dict[str, _Model] = {}
+        self._graph: GraphView | None = None
+        self._lock = threading.RLock()
+        self.last_update: Update | None = None
+        self.last_evolution: EvolutionResult | None = None
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def unit(self) -> str:
+        return self.manager.config.unit
+
+    def model(self, unit: str | None = None) -> _Model:
+        """Scores, optimizer and evolution of ``unit`` (default: the configured one), built once."""
+        unit = unit or self.unit
+        model = self._models.get(unit)
+        if model is None:
+            with self._lock:
+                model = self._models.get(unit)
+                if model is None:
+                    model = self._models[unit] = self._build(unit)
+        return model
+
+    def _build(self, unit: str) -> _Model:
+        o = self.options
+        scores = ContributionScores(self.manager.store, unit, init=o["init"], scale=o["scale"])  # type: ignore[arg-type]
+        optimizer = FeedbackOptimizer(
+            scores,
+            eta=o["eta"],
+            max_step=o["max_step"],
+            alpha=o["alpha"],
+            learn_alpha=o["learn_alpha"],
+            eta_alpha=o["eta_alpha"],
+            max_alpha_step=o["max_alpha_step"],
+            alpha_bounds=tuple(o["alpha_bounds"]),
+        )
+        evolution = KGEvolution(
+            scores,
+            max_hops=o["max_hops"],
+            labeller=o["labeller"],
+            rule=o["fusion_rule"],
+            suppress_after=o["suppress_after"],
+            suppression_factor=o["suppression_factor"],
+        )
+        return _Model(scores, optimizer, evolution)
+
+    def evaluator(self, retrieval: RetrievalEvent) -> PathEvaluator:
+        """The configured evaluator, or the default: gold when the retrieval has gold, else answer support."""
+        choice = self.options["evaluator"]
+        if choice is None:
+            gold = retrieval.gold
+            return (
+                GoldEvaluator()
+                if gold is not None and (gold.answers or gold.paths)
+                else AnswerSupportEvaluator()
+            )
+        if choice == "answer":
+            return AnswerSupportEvaluator()
+        if choice == "gold":
+            return GoldEvaluator()
+        if choice == "llm":
+            llm = self.options["llm"]
+            if not callable(llm):
+                raise ConfigError('feedback.evaluator "llm" needs feedback.llm, a callable prompt -> reply')
+            return LLMJudgeEvaluator(
+                llm, fidelity_min=self.options["fidelity_min"], conflict_max=self.options["conflict_max"]
+            )
+        if isinstance(choice, PathEvaluator):
+            return choice
+        raise ConfigError(
+            f"feedback.evaluator must be None, 'answer', 'gold', 'llm' or a PathEvaluator, got {choice!r}"
+        )
+
+    # ------------------------------------------------------------------ hooks
+
+    @hookimpl
+    def triage_graph(self, event: GraphEvent) -> None:
+        self._graph = event.graph
+
+    @hookimpl
+    def triage_retrieval(self, event: RetrievalEvent) -> None:
+        self._retrievals.put((event.framework, event.query_id), event)
+
+    @hookimpl
+    def triage_generation(self, event: GenerationEvent) -> None:
+        if event.context == "retrieved":
+            self._generations.put((event.framework, event.query_id), event)
+
+    @hookimpl
+    def triage_feedback(self, event: FeedbackEvent) -> None:
+        self.learn(event)
+
+    @hookimpl
+    def triage_rerank(self, request: RerankRequest) -> list[float] | None:
+        if request.query_id is not None:
+            self._relevance.put(
+                (request.framework, request.query_id), dict(zip(request.ids, request.relevance, strict=True))
+            )
+        if not self.manager.config.reweight or request.unit != self.unit:
+            return None
+        return self.priorities(request.ids, request.relevance).tolist()
+
+    # ------------------------------------------------------------------ learning
+
+    def priorities(
+        self, ids: Sequence[str], relevance: Sequence[float], unit: str | None = None
+    ) -> np.ndarray:
+        """P(t) of eq. 2 for ``ids`` with S_r = ``relevance``, times suppression factors."""
+        model = self.model(unit)
+        s_c = model.scores.normalized(ids)
+        p = unit_priority(clamp_relevance(relevance), s_c, model.optimizer.alpha)
+        factor = model.evolution.factors(ids, s_c)
+        return p if factor is None else p * factor
+
+    def learn(self, event: FeedbackEvent) -> Update | None:
+        """Backpropagate one feedback event into the scores; ``None`` when there is nothing to learn from."""
+        key = (event.framework, event.query_id)
+        retrieval = self._retrievals.get(key)
+        if retrieval is None:
+            log.debug("feedback for %s/%s without a remembered retrieval; skipped", *key)
+            return None
+        generation = self._generations.get(key)
+        unit = self.unit
+        paths = self._paths(retrieval, unit)
+        if not paths:
+            log.debug("feedback for %s/%s: the retrieval has no %s to score", *key, unit)
+            return None
+        context = EvaluationContext(
+            unit=unit,  # type: ignore[arg-type]
+            answer_entities=tuple(v for v in generation.answer_grounding.values() if v) if generation else (),
+            query_entities=tuple(v for v in retrieval.grounding.values() if v),
+            gold=retrieval.gold,
+        )
+        answer = generation.answer if generation else ""
+        try:
+            utilities = self.evaluator(retrieval).evaluate(
+                retrieval.query, answer, paths, event.score, context
+            )
+        except FeedbackError as exc:
+            log.warning("feedback for %s/%s not used: %s", *key, exc)
+            return None
+        if len(utilities) != len(paths):
+            log.warning(
+                "evaluator returned %d utilities for %d paths; feedback skipped", len(utilities), len(paths)
+            )
+            return None
+        path_ids = [[u.id for u in path] for path in paths]
+        model = self.model(unit)
+        with self._lock:
+            relevance = self._relevance_of(key, retrieval.query, paths)
+            ids = list(dict.fromkeys(i for p in path_ids for i in p))
+            factor = model.evolution.factors(ids, model.scores.normalized(ids))
+            factors = None if factor is None else dict(zip(ids, factor.tolist(), strict=True))
+            update = model.optimizer.step(path_ids, utilities, relevance, factors)
+        self.last_update = update
+        return update
+
+    def _paths(self, retrieval: RetrievalEvent, unit: str) -> list[tuple[Triple | Chunk, ...]]:
+        if unit == "chunk":
+            return [(c,) for c in retrieval.chunks]
+        by_id = {t.id: t for t in retrieval.subgraph.triples}
+        if retrieval.paths:
+            return [tuple(by_id[i] for i in p.triple_ids) for p in retrieval.paths]
+        return [(t,) for t in retrieval.subgraph.triples]
+
+    def _relevance_of(
+        self, key: tuple[str, str], query: str, paths: Sequence[Sequence[Triple | Chunk]]
+    ) -> dict[str, float]:
+        known = self._relevance.get(key) or {}
+        units = {u.id: u for p in paths for u in p}
+        out = {i: known[i] for i in units if i in known}
+        missing = [u for i, u in units.items() if i not in out]
+        if missing:
+            fn: Relevance = self.options["relevance"] or token_relevance
+            values = clamp_relevance(fn(query, [_text(u) for u in missing]))
+            out.update(zip((u.id for u in missing), values.tolist(), strict=True))
+        return out
+
+    # ------------------------------------------------------------------ evolution
+
+    def evolve(self) -> tuple[Triple, ...]:
+        """Run relation fusion and suppression once (call once per feedback iteration).
+
+        :return: the new shortcut triples (their scores are already stored); add them to the graph
+            and emit a graph event. Details are in :attr:`last_evolution`.
+        """
+        model = self.model()
+        if self._graph is not None:
+            triples: list[Triple] = list(self._graph.triples)
+        else:
+            seen: dict[str, Triple] = {}
+            for r in self._retrievals.values():
+                seen.update((t.id, t) for t in r.subgraph.triples)
+            triples = list(seen.values())
+        with self._lock:
+            result = model.evolution.evolve(triples)
+        self.last_evolution = result
+        return tuple(s.triple for s in result.shortcuts)
