@@ -52,3 +52,48 @@ def test_store_info_missing_file_is_a_clear_error(tmp_path):
     result = runner.invoke(app, ["store", "info", str(tmp_path / "nope.sqlite")])
     assert result.exit_code == 1
     assert "no store at" in result.output
+
+
+def _fig4_events():
+    from triage_plugins.events import GenerationEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
+    from triage_plugins.graph import GraphView
+
+    t1 = Triple("t1", "Inception", "directed_by", "Christopher Nolan")
+    t2 = Triple("t2", "Interstellar", "directed_by", "Chris Nolan")
+    graph = GraphEvent("mine", GraphView([t1, t2]))
+    retrieval = RetrievalEvent(
+        "mine",
+        "q7",
+        "Did the director of Inception also direct Interstellar?",
+        mentions=("Inception", "Interstellar"),
+        grounding={"Inception": "Inception", "Interstellar": "Interstellar"},
+        subgraph=Subgraph((t1, t2)),
+        expanded_nodes=12,
+        seconds=0.004,
+        retriever="local",
+    )
+    generation = GenerationEvent("mine", "q7", "Yes, Christopher Nolan directed both.")
+    return [graph, retrieval, generation]
+
+
+def test_score_prints_metrics_and_signature(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(e.to_json() for e in _fig4_events()) + "\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    result = runner.invoke(app, ["score", str(path), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "connectivity_gap" in result.output
+    data = json.loads(out.read_text())
+    (query,) = data["queries"]
+    assert query["signature"] == "connectivity_gap"
+    assert query["metrics"]["RRS"]["value"] == 0.0
+    assert query["metrics"]["ERC"]["value"] == 1.0
+
+
+def test_score_bad_line_names_the_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    good = _fig4_events()[0].to_json()
+    path.write_text(good + "\n{not json}\n", encoding="utf-8")
+    result = runner.invoke(app, ["score", str(path)])
+    assert result.exit_code == 1
+    assert "line 2" in result.output

@@ -121,6 +121,147 @@ def store_info(
         store.close()
 
 
+def _load_reference(path: str):
+    from triage_plugins.datasets import load_kb
+    from triage_plugins.graph import GraphView
+
+    return GraphView(load_kb(path))
+
+
+@app.command("score")
+def score_cmd(
+    events: Annotated[Path, typer.Argument(help="JSON-lines file of events (DESIGN §6), from any pipeline.")],
+    ontology: Annotated[
+        Path | None, typer.Option("--ontology", help="Ontology file (JSON/YAML) for SC, CVR, LC, OC.")
+    ] = None,
+    reference: Annotated[
+        str | None,
+        typer.Option("--reference", help="Reference KG (PathQuestion/MetaQA KB file) for COR and CMP."),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the full report as JSON here.")
+    ] = None,
+    max_queries: Annotated[int, typer.Option(help="Queries to list in the per-query table.")] = 50,
+) -> None:
+    """Compute every metric the events allow: per phase, per query, and the chain signature per query.
+
+    Fields a pipeline could not supply may be missing: mentions and grounding are then derived with
+    the default grounder over the last graph event, and what cannot be computed is shown as N/A
+    with the reason.
+    """
+    from triage_plugins.ontology import load_ontology
+    from triage_plugins.scoring import read_events, render_score_report, report_json, score_events
+
+    if not events.exists():
+        _fail(f"no events file at {events}")
+    try:
+        onto = load_ontology(ontology) if ontology else None
+        ref = _load_reference(reference) if reference else None
+        report = score_events(read_events(events), ontology=onto, reference=ref)
+    except TriageError as exc:
+        _fail(str(exc))
+    render_score_report(report, console, max_queries=max_queries)
+    if json_out is not None:
+        json_out.write_text(report_json(report), encoding="utf-8")
+        console.print(f"[dim]report written to {json_out}[/]")
+
+
+def _rows_from_store(path: str) -> list[dict]:
+    from triage_plugins.store import Store
+
+    with Store.open(path) as store:
+        rows: dict[tuple, dict] = {}
+        for m in store.metrics(scope="query"):
+            key = (m.framework, m.retriever, m.scope_id)
+            row = rows.setdefault(
+                key,
+                {
+                    "query_id": m.scope_id,
+                    "framework": m.framework,
+                    "retriever": m.retriever,
+                    "query": m.scope_id,
+                },
+            )
+            if m.name == "signature":
+                row["signature"] = m.reason
+            else:
+                row[m.name] = m.value
+        return list(rows.values())
+
+
+def _rows_from_jsonl(path: Path) -> list[dict]:
+    from triage_plugins.events import EVENT_TYPES
+    from triage_plugins.scoring import read_events, score_events
+
+    with open(path, encoding="utf-8") as fh:
+        first = next((line for line in fh if line.strip()), "")
+    if not first:
+        return []
+    head = json.loads(first)
+    if isinstance(head, dict) and head.get("event") in EVENT_TYPES:
+        return score_events(read_events(path)).rows()
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise TriageError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+    return rows
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="A store (.sqlite / sqlite:/// URL), a JSONL of events, or a JSONL of scored rows."
+        ),
+    ],
+    metric: Annotated[str, typer.Option(help="Predictor metric, e.g. ERC, RRS, QGR.")] = "ERC",
+    outcome: Annotated[
+        str, typer.Option(help="Outcome column; a row fails when it is below --outcome-threshold.")
+    ] = "CC",
+    cluster: Annotated[
+        str | None, typer.Option(help="Column to resample by (e.g. query) for the clustered bootstrap.")
+    ] = "query",
+    outcome_threshold: Annotated[float, typer.Option(help="Outcome below this value is a failure.")] = 0.5,
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Random seed of the bootstrap.")] = 0,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the result as JSON here.")
+    ] = None,
+) -> None:
+    """Fit the Youden-optimal threshold of a metric for predicting failure, with BCa bootstrap CIs."""
+    from triage_plugins.scoring import calibrate_rows, render_calibration, report_json
+
+    try:
+        if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith("sqlite:"):
+            rows = _rows_from_store(source)
+        else:
+            path = Path(source)
+            if not path.exists():
+                _fail(f"no file at {source}")
+            rows = _rows_from_jsonl(path)
+        if not rows:
+            _fail(f"{source} holds no scored queries")
+        report = calibrate_rows(
+            rows,
+            metric,
+            outcome,
+            cluster,
+            outcome_threshold=outcome_threshold,
+            n_resamples=resamples,
+            seed=seed,
+        )
+    except TriageError as exc:
+        _fail(str(exc))
+    render_calibration(report, console)
+    if json_out is not None:
+        json_out.write_text(report_json(report), encoding="utf-8")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -1,0 +1,98 @@
+"""The default pre-inference gate (TRIAGE §3 "Pre-inference triage", §4.5 first three chain links).
+
+Before the reader runs, the gate reads QGR, ERC and RRS of the retrieval and answers
+``triage_gate`` with a :class:`~triage_plugins.events.GateDecision`:
+
+* ``proceed`` — every evaluable head link holds (or the gate cannot evaluate the query: no mentions
+  supplied and no graph seen to ground them; the reason says so).
+* ``warn`` — out of scope: no query mention grounds to the KG (QGR < θ, or no entity mention at
+  all). Re-retrieving cannot help, so the host should answer with a low-confidence warning or a
+  fallback that does not rely on the graph.
+* ``reroute`` — a retrieval gap (ERC < θ) or a connectivity gap (RRS < θ): retrieve again with
+  ``suggestion`` applied, then run the reader:
+
+  - ``{"widen_top_k": 2}`` for a retrieval gap: multiply the number of seed entities / top-k by 2
+    (option ``gate.widen_top_k``);
+  - ``{"expand_hops": 1}`` for a connectivity gap: traverse one more hop, or switch to a path-based
+    primitive, so a connecting path can be found (option ``gate.expand_hops``).
+
+  The host should reroute at most once per query and then proceed whatever the second decision.
+  With option ``gate.mode = "warn"`` those gaps give ``warn`` (with the same suggestion) instead.
+
+It respects ``manager.config.gate`` (off: returns ``None`` so the host proceeds) and
+``manager.config.thresholds``. It is on the host's synchronous path: it computes only the three
+head metrics with sets and a BFS over K_S; a query without mentions is grounded with a
+:class:`~triage_plugins.grounding.Grounder` prepared off the hot path when the graph event arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from triage_plugins.config import DEFAULT_THRESHOLDS
+from triage_plugins.events import GateDecision
+from triage_plugins.hookspecs import hookimpl
+from triage_plugins.metrics.usage import chain_head_metrics
+
+if TYPE_CHECKING:
+    from triage_plugins.events import GraphEvent, RetrievalEvent
+    from triage_plugins.metrics.result import MetricResult
+
+__all__ = ["DefaultGate"]
+
+log = logging.getLogger("triage.handlers.gate")
+
+
+class DefaultGate:
+    """Default ``triage_gate`` implementation: proceed, warn or reroute on the chain's head links.
+
+    :param manager: the :class:`~triage_plugins.manager.TriageManager` (reads ``.config``).
+    """
+
+    def __init__(self, manager: Any) -> None:
+        self._manager = manager
+        self._grounder: Any = None
+
+    @hookimpl
+    def triage_graph(self, event: GraphEvent) -> None:
+        """Prepare a grounder for the new graph (runs on the background worker, off the hot path)."""
+        from triage_plugins.grounding import shared_grounder
+
+        self._grounder = shared_grounder(event.graph, dict(event.aliases))
+
+    @hookimpl
+    def triage_gate(self, event: RetrievalEvent) -> GateDecision | None:
+        config = self._manager.config
+        if not config.gate:
+            return None
+        theta = {**DEFAULT_THRESHOLDS, **config.thresholds}
+        options = config.options
+        heads = chain_head_metrics(event, grounder=self._grounder)
+        shown = {name: result.value for name, result in heads.items()}
+        qgr, erc, rrs = heads["QGR"], heads["ERC"], heads["RRS"]
+
+        if qgr.value is None:
+            if qgr.details.get("cause") == "unavailable":
+                return GateDecision(
+                    "proceed", "cannot evaluate: no query mentions and no graph to ground them", shown
+                )
+            return GateDecision(
+                "warn", "out of scope: no entity mention in the query to ground in the KG", shown
+            )
+        if qgr.value < theta["QGR"]:
+            return GateDecision("warn", _why("out of scope", qgr, theta["QGR"]), shown)
+
+        mode = options.get("gate.mode", "reroute")
+        action = "warn" if mode == "warn" else "reroute"
+        if erc.value is not None and erc.value < theta["ERC"]:
+            suggestion = {"widen_top_k": options.get("gate.widen_top_k", 2)}
+            return GateDecision(action, _why("retrieval gap", erc, theta["ERC"]), shown, suggestion)
+        if rrs.value is not None and rrs.value < theta["RRS"]:
+            suggestion = {"expand_hops": options.get("gate.expand_hops", 1)}
+            return GateDecision(action, _why("connectivity gap", rrs, theta["RRS"]), shown, suggestion)
+        return GateDecision("proceed", "QGR, ERC and RRS hold", shown)
+
+
+def _why(label: str, result: MetricResult, threshold: float) -> str:
+    return f"{label}: {result.name} = {result.value:.2f} < θ = {threshold:.2f}"

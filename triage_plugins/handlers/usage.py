@@ -1,0 +1,187 @@
+"""The usage-metric recorder: a default plugin writing TRIAGE §4.3 metrics and the chain signature.
+
+On ``triage_retrieval`` it computes the retrieval-time metrics (QGR, ERC, ERP, RRS, RPC, RHD, and with
+gold GPC, RPP, RPR, CC) and a provisional signature from the pre-generation links; on
+``triage_generation`` it completes the answer-side metrics (AGR, AUR, ARF, with gold Hits@1 and F1,
+and KNI once both a ``context="retrieved"`` and a ``context="none"`` answer arrived) and the final
+signature. Rows go to ``manager.store`` (scope ``"query"``, scope id = query id), one per metric with
+the value or ``None`` and its reason, plus a row named ``"signature"``:
+
+* ``value`` is ``None`` and ``reason`` is the signature name (``"connectivity_gap"`` ...);
+* ``details["phase"]`` is ``"retrieval"`` (provisional: only QGR → ERC → RRS read) or
+  ``"generation"`` (the whole chain); the most recent row of a query is its current signature;
+* ``details`` also gives ``stage`` (the remediation stage, or ``None``), ``evaluated`` (the links
+  that had a value) and ``failed`` (the failing link's metric, or ``None``);
+* when no link could be evaluated (no mentions supplied and no graph to ground them) the row's reason
+  is ``"undetermined"`` and ``details["signature"]`` is ``None``.
+
+Gold metrics are written only for queries that carry gold annotations. Events without mentions are
+grounded with a :class:`~triage_plugins.grounding.Grounder` over the last graph seen, built lazily
+on first need. Per-query memory (the retrieval event and the answers awaiting KNI) is an LRU of
+``options["usage.max_queries"]`` queries (default 10 000).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from triage_plugins.config import DEFAULT_THRESHOLDS
+from triage_plugins.diagnosis import diagnose
+from triage_plugins.hookspecs import hookimpl
+from triage_plugins.metrics.usage import usage_metrics
+
+if TYPE_CHECKING:
+    from triage_plugins.events import GenerationEvent, GraphEvent, RetrievalEvent
+    from triage_plugins.metrics.result import MetricResult
+
+__all__ = ["UsageRecorder"]
+
+log = logging.getLogger("triage.handlers.usage")
+
+RETRIEVAL_METRICS = ("QGR", "ERC", "ERP", "RRS", "RPC", "RHD")
+GOLD_RETRIEVAL_METRICS = ("GPC", "RPP", "RPR", "CC")
+ANSWER_METRICS = ("AGR", "AUR", "ARF")
+GOLD_ANSWER_METRICS = ("Hits@1", "F1")
+
+
+@dataclass(slots=True)
+class _Query:
+    retrieval: RetrievalEvent
+    answer: GenerationEvent | None = None
+    closed_book: GenerationEvent | None = None
+    kni_written: bool = False
+
+
+class UsageRecorder:
+    """Default plugin computing and storing per-query usage metrics and signatures.
+
+    :param manager: the :class:`~triage_plugins.manager.TriageManager` (reads ``.store``, ``.config``
+        and ``.run_id``).
+    """
+
+    def __init__(self, manager: Any) -> None:
+        self._manager = manager
+        self._graph: Any = None
+        self._aliases: dict[str, str | None] = {}
+        self._grounder: Any = None
+        self._queries: OrderedDict[str, _Query] = OrderedDict()
+        self._early: OrderedDict[str, list[GenerationEvent]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max = int(manager.config.options.get("usage.max_queries", 10_000))
+
+    # ------------------------------------------------------------------ state
+
+    def _grounder_for(self) -> Any:
+        if self._grounder is None and self._graph is not None:
+            from triage_plugins.grounding import shared_grounder
+
+            self._grounder = shared_grounder(self._graph, self._aliases)
+        return self._grounder
+
+    def _remember(self, table: OrderedDict, key: str, value: Any) -> None:
+        table[key] = value
+        table.move_to_end(key)
+        while len(table) > self._max:
+            table.popitem(last=False)
+
+    def __len__(self) -> int:
+        """How many queries are held in memory."""
+        return len(self._queries)
+
+    # ------------------------------------------------------------------ hooks
+
+    @hookimpl
+    def triage_graph(self, event: GraphEvent) -> None:
+        with self._lock:
+            self._graph = event.graph
+            self._aliases = dict(event.aliases)
+            self._grounder = None
+
+    @hookimpl
+    def triage_retrieval(self, event: RetrievalEvent) -> None:
+        with self._lock:
+            entry = _Query(event)
+            self._remember(self._queries, event.query_id, entry)
+            early = self._early.pop(event.query_id, [])
+            grounder = self._grounder_for()
+        metrics = usage_metrics(event, grounder=grounder)
+        names = RETRIEVAL_METRICS + (GOLD_RETRIEVAL_METRICS if event.gold is not None else ())
+        self._write(event, [metrics[n] for n in names], metrics, "retrieval")
+        for generation in early:
+            self.triage_generation(generation)
+
+    @hookimpl
+    def triage_generation(self, event: GenerationEvent) -> None:
+        with self._lock:
+            entry = self._queries.get(event.query_id)
+            if entry is None:
+                # The answer overtook its retrieval (or the retrieval was evicted): keep it a while.
+                self._remember(self._early, event.query_id, [*self._early.get(event.query_id, []), event])
+                log.debug("generation for %s arrived before its retrieval", event.query_id)
+                return
+            self._queries.move_to_end(event.query_id)
+            if event.context == "none":
+                entry.closed_book = event
+            else:
+                entry.answer = event
+                entry.kni_written = False
+            answer, closed, retrieval = entry.answer, entry.closed_book, entry.retrieval
+            grounder = self._grounder_for()
+        if answer is None:
+            return  # a closed-book answer alone: KNI waits for the retrieved-context answer
+        metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed)
+        if event.context == "none":
+            if not entry.kni_written and metrics["KNI"].value is not None:
+                entry.kni_written = True
+                self._write(retrieval, [metrics["KNI"]], None, "generation")
+            return
+        names = ANSWER_METRICS + (GOLD_ANSWER_METRICS if retrieval.gold is not None else ())
+        rows = [metrics[n] for n in names]
+        if closed is not None:
+            rows.append(metrics["KNI"])
+            entry.kni_written = True
+        self._write(retrieval, rows, metrics, "generation")
+
+    # ------------------------------------------------------------------ writing
+
+    def _thresholds(self) -> dict[str, float]:
+        return {**DEFAULT_THRESHOLDS, **self._manager.config.thresholds}
+
+    def _write(
+        self,
+        retrieval: RetrievalEvent,
+        results: list[MetricResult],
+        chain: dict[str, MetricResult] | None,
+        phase: str,
+    ) -> None:
+        store = getattr(self._manager, "store", None)
+        if store is None:
+            return
+        from triage_plugins.store import MetricRow
+
+        fields = {"framework": retrieval.framework, "retriever": retrieval.retriever}
+        rows = [MetricRow.from_result("query", retrieval.query_id, r, **fields) for r in results]
+        if chain is not None:
+            rows.append(self._signature_row(retrieval, chain, phase, fields))
+        store.record_metrics(rows, run_id=getattr(self._manager, "run_id", None))
+
+    def _signature_row(
+        self, retrieval: RetrievalEvent, metrics: dict[str, MetricResult], phase: str, fields: dict
+    ):
+        from triage_plugins.store import MetricRow
+
+        d = diagnose(metrics, self._thresholds())
+        failed = next((s.metric for s in d.steps if s.status == "fail"), None)
+        name = d.signature if d.defined else "undetermined"
+        details = {
+            "phase": phase,
+            "signature": d.signature if d.defined else None,
+            "stage": d.remediation.stage if d.defined else None,
+            "evaluated": ",".join(d.evaluated),
+            "failed": failed,
+        }
+        return MetricRow("query", retrieval.query_id, "signature", None, name, details=details, **fields)

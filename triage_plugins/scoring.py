@@ -1,0 +1,656 @@
+"""Score a trace of events from any pipeline: ``triage score EVENTS.jsonl`` (DESIGN §6).
+
+:func:`score_events` reads what a pipeline recorded and computes every TRIAGE metric it can:
+
+* **Implementation** (§4.1) from the extraction events, **Validation** (§4.2) from the last graph
+  event — through :func:`triage_plugins.metrics.extraction.implementation_metrics` and
+  :func:`triage_plugins.metrics.validation.validation_metrics`; a phase without its events (or whose
+  module is unavailable) is reported as skipped, with the reason.
+* **Usage** (§4.3) per query: each retrieval event joined with its generation events by
+  ``(framework, query_id)`` (``context="retrieved"`` is the answer, ``context="none"`` the closed-book
+  run for KNI), then the chain signature (§4.5). Missing mentions and groundings are derived with the
+  default :class:`~triage_plugins.grounding.Grounder` over the graph of the last graph event; without a
+  graph event they stay N/A ("mentions unavailable") and the signature is undetermined.
+* **Aggregates**: the mean of each per-query metric over the queries where it is defined, the RHD
+  distribution (eq. 33), the population ratios RFR and HHR (§4.3.5), and the signature counts.
+
+:func:`render_score_report` prints the report with rich; :meth:`ScoreReport.to_dict` is the ``--json``
+form. :func:`calibrate_rows` fits a Youden threshold with (clustered) BCa intervals (§5.2) for
+``triage calibrate``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from triage_plugins.calibration import (
+    Interval,
+    Youden,
+    bca_interval,
+    clustered_bca_interval,
+    youden_threshold,
+)
+from triage_plugins.diagnosis import REMEDIATION, SIGNATURES, Diagnosis, diagnose
+from triage_plugins.errors import ConfigError, EventError
+from triage_plugins.events import (
+    Event,
+    ExtractionEvent,
+    GenerationEvent,
+    GraphEvent,
+    RetrievalEvent,
+    from_json,
+)
+from triage_plugins.metrics.result import MetricResult, na
+from triage_plugins.metrics.usage import (
+    METRICS,
+    aggregate_usage,
+    gold_answers_hit,
+    hard_gold_answers,
+    hard_hits_rate,
+    rhd_distribution,
+    usage_metrics,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from triage_plugins.graph import GraphView
+    from triage_plugins.ontology import Ontology
+
+__all__ = [
+    "CalibrationReport",
+    "PhaseReport",
+    "QueryScore",
+    "ScoreReport",
+    "calibrate_rows",
+    "read_events",
+    "render_calibration",
+    "render_score_report",
+    "report_json",
+    "score_events",
+]
+
+log = logging.getLogger("triage.scoring")
+
+CHAIN_COLUMNS = ("QGR", "ERC", "RRS", "ARF", "AGR")
+
+
+def _result_dict(result: MetricResult) -> dict[str, Any]:
+    return {
+        "value": result.value,
+        "reason": result.reason,
+        "n": result.n,
+        "details": {k: _json_safe(v) for k, v in result.details.items()},
+    }
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else ("-inf" if value < 0 else None)
+    return value
+
+
+def _rhd_key(k: int | float) -> str:
+    return "inf" if k == math.inf else str(int(k))
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(slots=True)
+class PhaseReport:
+    """One TKG phase: its metrics, or why it was skipped."""
+
+    name: str
+    metrics: dict[str, MetricResult] = field(default_factory=dict)
+    skipped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"skipped": self.skipped, "metrics": {k: _result_dict(v) for k, v in self.metrics.items()}}
+
+
+@dataclass(slots=True)
+class QueryScore:
+    """The usage metrics of one query and its chain diagnosis (``None`` when undetermined)."""
+
+    query_id: str
+    framework: str
+    retriever: str
+    query: str
+    metrics: dict[str, MetricResult]
+    diagnosis: Diagnosis | None
+    undetermined: str | None = None
+    answered: bool = False
+
+    @property
+    def signature(self) -> str | None:
+        return self.diagnosis.signature if self.diagnosis is not None else None
+
+    def row(self) -> dict[str, Any]:
+        """A flat row: ids, each metric's value (``None`` when N/A) and the signature."""
+        out: dict[str, Any] = {
+            "query_id": self.query_id,
+            "framework": self.framework,
+            "retriever": self.retriever,
+            "query": self.query,
+        }
+        out.update({name: r.value for name, r in self.metrics.items()})
+        out["signature"] = self.signature
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.diagnosis
+        return {
+            "query_id": self.query_id,
+            "framework": self.framework,
+            "retriever": self.retriever,
+            "query": self.query,
+            "answered": self.answered,
+            "signature": self.signature,
+            "undetermined": self.undetermined,
+            "stage": d.remediation.stage if d is not None else None,
+            "chain": [
+                {
+                    "metric": s.metric,
+                    "value": s.value,
+                    "threshold": s.threshold,
+                    "status": s.status,
+                    "reason": s.reason,
+                }
+                for s in (d.steps if d is not None else ())
+            ],
+            "metrics": {k: _result_dict(v) for k, v in self.metrics.items()},
+        }
+
+
+@dataclass(slots=True)
+class ScoreReport:
+    """Everything :func:`score_events` found: phases, per-query usage, aggregates, notes."""
+
+    phases: dict[str, PhaseReport]
+    queries: list[QueryScore]
+    aggregate: dict[str, MetricResult]
+    rhd: dict[int | float, float]
+    signatures: dict[str, int]
+    counts: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per query (for :func:`calibrate_rows` and CSV export)."""
+        return [q.row() for q in self.queries]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``math.inf`` written as ``"inf"``)."""
+        return {
+            "counts": dict(self.counts),
+            "phases": {k: v.to_dict() for k, v in self.phases.items()},
+            "usage": {
+                "aggregate": {k: _result_dict(v) for k, v in self.aggregate.items()},
+                "rhd": {_rhd_key(k): v for k, v in self.rhd.items()},
+                "signatures": dict(self.signatures),
+            },
+            "queries": [q.to_dict() for q in self.queries],
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_events(path: str | Path) -> Iterator[Event]:
+    """Events of a JSON-lines file, one per non-blank line; a bad line raises :class:`EventError`
+    naming the file and line number."""
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield from_json(line)
+            except EventError as exc:
+                raise EventError(exc.where, exc.field, f"{exc.why} ({path}, line {number})") from None
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def _as_metric_dict(result: Any) -> dict[str, MetricResult]:
+    if isinstance(result, Mapping):
+        return {str(k): v for k, v in result.items() if isinstance(v, MetricResult)}
+    return {r.name: r for r in result if isinstance(r, MetricResult)}
+
+
+def _call_phase(fn: Any, *args: Any, **kwargs: Any) -> dict[str, MetricResult]:
+    """Call a phase function with the keyword arguments it accepts."""
+    accepted = inspect.signature(fn).parameters
+    use = {k: v for k, v in kwargs.items() if k in accepted and v is not None}
+    return _as_metric_dict(fn(*args, **use))
+
+
+def _implementation(
+    extractions: list[ExtractionEvent],
+    ontology: Ontology | None,
+    graph: GraphView | None,
+    aliases: Mapping[str, str | None],
+) -> PhaseReport:
+    phase = PhaseReport("implementation")
+    if not extractions:
+        phase.skipped = "no extraction events in the trace"
+        return phase
+    try:
+        from triage_plugins.metrics.extraction import implementation_metrics
+    except ImportError as exc:
+        phase.skipped = f"extraction metrics unavailable ({exc})"
+        return phase
+    try:
+        phase.metrics = _call_phase(
+            implementation_metrics, extractions, ontology=ontology, graph=graph, aliases=dict(aliases) or None
+        )
+    except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
+        log.exception("implementation metrics failed")
+        phase.skipped = f"implementation metrics failed: {exc}"
+    return phase
+
+
+def _validation(
+    graph: GraphView | None, ontology: Ontology | None, reference: GraphView | None
+) -> PhaseReport:
+    phase = PhaseReport("validation")
+    if graph is None:
+        phase.skipped = "no graph event in the trace"
+        return phase
+    try:
+        from triage_plugins.metrics.validation import validation_metrics
+    except ImportError as exc:
+        phase.skipped = f"validation metrics unavailable ({exc})"
+        return phase
+    try:
+        phase.metrics = _call_phase(validation_metrics, graph, ontology=ontology, reference=reference)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("validation metrics failed")
+        phase.skipped = f"validation metrics failed: {exc}"
+    return phase
+
+
+def _hard_hits(
+    retrieval: RetrievalEvent,
+    answer: GenerationEvent | None,
+    metrics: Mapping[str, MetricResult],
+    graph: GraphView | None,
+    grounder: Any,
+) -> tuple[float | None, float | None]:
+    """(Hits@Any, Hits@Hard) of one query for HHR; ``(None, None)`` when it has no hard answers."""
+    gold = retrieval.gold
+    hits = metrics["Hits@1"].value
+    if graph is None or gold is None or not gold.entities or answer is None or hits is None:
+        return None, None
+    hard = hard_gold_answers(gold, graph)
+    if not hard:
+        return None, None
+    return hits, 1.0 if gold_answers_hit(hard, answer, grounder=grounder) else 0.0
+
+
+def score_events(
+    events: Iterable[Event],
+    *,
+    ontology: Ontology | None = None,
+    reference: GraphView | None = None,
+    thresholds: Mapping[str, float] | None = None,
+) -> ScoreReport:
+    """Score a trace of events from any pipeline (DESIGN §6).
+
+    :param events: events in any order; the last graph event is the graph scored and grounded against.
+    :param ontology: the schema for SC/CVR/LC/OC; defaults to the graph event's ontology.
+    :param reference: a reference graph for COR/CMP (gold KG), when there is one.
+    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.config.DEFAULT_THRESHOLDS`).
+    """
+    notes: list[str] = []
+    extractions: list[ExtractionEvent] = []
+    graph_event: GraphEvent | None = None
+    retrievals: dict[tuple[str, str], RetrievalEvent] = {}
+    answers: dict[tuple[str, str], GenerationEvent] = {}
+    closed: dict[tuple[str, str], GenerationEvent] = {}
+    counts: Counter[str] = Counter()
+    for event in events:
+        counts[event.kind] += 1
+        if isinstance(event, ExtractionEvent):
+            extractions.append(event)
+        elif isinstance(event, GraphEvent):
+            graph_event = event
+        elif isinstance(event, RetrievalEvent):
+            key = (event.framework, event.query_id)
+            if key in retrievals:
+                notes.append(
+                    f"query {event.query_id!r} ({event.framework}) retrieved twice: the last retrieval is scored"
+                )
+            retrievals[key] = event
+        elif isinstance(event, GenerationEvent):
+            (closed if event.context == "none" else answers)[(event.framework, event.query_id)] = event
+
+    graph = graph_event.graph if graph_event is not None else None
+    aliases = graph_event.aliases if graph_event is not None else {}
+    if ontology is None and graph_event is not None:
+        ontology = graph_event.ontology
+    if counts["graph"] > 1:
+        notes.append(f"{counts['graph']} graph events: the last one is scored")
+
+    phases = {
+        "implementation": _implementation(extractions, ontology, graph, aliases),
+        "validation": _validation(graph, ontology, reference),
+    }
+
+    grounder = None
+    if graph is not None and retrievals:
+        try:
+            from triage_plugins.grounding import Grounder
+
+            grounder = Grounder(graph, dict(aliases))
+        except ImportError as exc:  # pragma: no cover - ships with the core
+            notes.append(f"no default grounder ({exc}): missing mentions stay N/A")
+    elif retrievals:
+        notes.append("no graph event: mentions and groundings missing from events cannot be derived")
+
+    queries: list[QueryScore] = []
+    hits_any: list[float | None] = []
+    hits_hard: list[float | None] = []
+    for key, retrieval in retrievals.items():
+        answer = answers.get(key)
+        metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed.get(key))
+        diagnosis = diagnose(metrics, thresholds)
+        undetermined = None
+        if not diagnosis.defined:
+            undetermined = metrics["QGR"].reason or "no chain link could be evaluated"
+            diagnosis = None
+        queries.append(
+            QueryScore(
+                retrieval.query_id,
+                retrieval.framework,
+                retrieval.retriever,
+                retrieval.query,
+                metrics,
+                diagnosis,
+                undetermined,
+                answer is not None,
+            )
+        )
+        a, h = _hard_hits(retrieval, answer, metrics, graph, grounder)
+        hits_any.append(a)
+        hits_hard.append(h)
+    orphans = [k for k in (*answers, *closed) if k not in retrievals]
+    if orphans:
+        notes.append(f"{len(orphans)} generation event(s) without a retrieval event were not scored")
+
+    aggregate = aggregate_usage(q.metrics for q in queries)
+    if queries:
+        aggregate["HHR"] = hard_hits_rate(hits_any, hits_hard)
+        if graph is None and any(q.metrics["Hits@1"].value is not None for q in queries):
+            aggregate["HHR"] = na("HHR", "needs the graph (a graph event) to tell hard gold answers")
+    rhd = rhd_distribution(q.metrics["RHD"] for q in queries)
+    signatures = Counter(q.signature for q in queries if q.signature is not None)
+    undetermined = sum(1 for q in queries if q.signature is None)
+    ordered = {s: signatures[s] for s in SIGNATURES if signatures[s]}
+    if undetermined:
+        ordered["undetermined"] = undetermined
+    return ScoreReport(phases, queries, aggregate, rhd, ordered, dict(counts), notes)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _cell(result: MetricResult | None, digits: int = 3) -> str:
+    if result is None:
+        return "[dim]–[/dim]"
+    if result.value is None:
+        return f"[yellow]N/A[/yellow] [dim]({result.reason})[/dim]"
+    return f"{result.value:.{digits}f}"
+
+
+def _short(result: MetricResult | None) -> str:
+    if result is None:
+        return "–"
+    if result.name == "RHD" and result.details.get("hops") == "inf":
+        return "∞"
+    return "N/A" if result.value is None else f"{result.value:.2f}"
+
+
+def render_score_report(report: ScoreReport, console: Console, *, max_queries: int = 50) -> None:
+    """Print ``report`` as rich tables: phases, usage aggregates, RHD, signatures, per-query chain."""
+    from rich.table import Table
+
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts.items())) or "no events"
+    console.print(f"[bold]TRIAGE score[/bold] — {counts}")
+    for phase in report.phases.values():
+        title = f"KG {phase.name.capitalize()} (TRIAGE §{'4.1' if phase.name == 'implementation' else '4.2'})"
+        if phase.skipped:
+            console.print(f"[bold]{title}[/bold]: [yellow]skipped[/yellow] — {phase.skipped}")
+            continue
+        table = Table(title=title, title_justify="left")
+        table.add_column("metric")
+        table.add_column("value")
+        table.add_column("n", justify="right")
+        for name, result in phase.metrics.items():
+            table.add_row(name, _cell(result), "" if result.n is None else str(result.n))
+        console.print(table)
+
+    if not report.queries:
+        console.print("[bold]KG Usage (TRIAGE §4.3)[/bold]: [yellow]skipped[/yellow] — no retrieval events")
+    else:
+        table = Table(title=f"KG Usage (TRIAGE §4.3), {len(report.queries)} queries", title_justify="left")
+        table.add_column("metric")
+        table.add_column("mean / rate")
+        table.add_column("queries", justify="right")
+        table.add_column("N/A", justify="right")
+        for name in (*METRICS, "RFR", "HHR"):
+            result = report.aggregate.get(name)
+            if result is None:
+                continue
+            table.add_row(
+                name,
+                _cell(result),
+                "" if result.n is None else str(result.n),
+                str(result.details.get("na_queries", "")),
+            )
+        console.print(table)
+        rhd = "  ".join(f"ℓ={'∞' if k == math.inf else int(k)}: {v:.0%}" for k, v in report.rhd.items())
+        console.print(f"[bold]RHD[/bold] (eq. 33): {rhd or 'N/A (no query evaluable)'}")
+
+        sig = Table(title="Chain signatures (TRIAGE §4.5)", title_justify="left")
+        sig.add_column("signature")
+        sig.add_column("queries", justify="right")
+        sig.add_column("stage")
+        sig.add_column("first lever")
+        for name, n in report.signatures.items():
+            remedy = REMEDIATION.get(name)
+            stage = (remedy.stage or "") if remedy else ""
+            lever = remedy.levers[0] if remedy and remedy.levers else ""
+            sig.add_row(name, str(n), stage, lever)
+        console.print(sig)
+
+        per = Table(title="Per query", title_justify="left")
+        for col in ("query", "retriever", *CHAIN_COLUMNS, "RHD", "signature"):
+            per.add_column(col)
+        for q in report.queries[:max_queries]:
+            per.add_row(
+                q.query_id,
+                q.retriever,
+                *(_short(q.metrics.get(c)) for c in CHAIN_COLUMNS),
+                _short(q.metrics.get("RHD")),
+                q.signature or f"[yellow]undetermined[/yellow] [dim]({q.undetermined})[/dim]",
+            )
+        console.print(per)
+        if len(report.queries) > max_queries:
+            console.print(
+                f"[dim]… {len(report.queries) - max_queries} more queries (use --json for all)[/dim]"
+            )
+    for note in report.notes:
+        console.print(f"[dim]note: {note}[/dim]")
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationReport:
+    """A fitted chain threshold with bootstrap intervals (TRIAGE §5.2).
+
+    :param youden: the point estimate (threshold = largest value classified failing; ``cutoff`` is
+        what to configure for the chain's strict ``<`` rule).
+    :param threshold_ci: BCa interval of the threshold; ``j_ci`` of Youden's J (clustered when
+        ``cluster`` was given).
+    """
+
+    metric: str
+    outcome: str
+    youden: Youden
+    threshold_ci: Interval | None
+    j_ci: Interval | None
+    cluster: str | None
+    n_clusters: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        def interval(i: Interval | None) -> dict[str, Any] | None:
+            if i is None:
+                return None
+            return {
+                "low": i.low,
+                "high": i.high,
+                "confidence": i.confidence,
+                "method": i.method,
+                "n_resamples": i.n_resamples,
+            }
+
+        y = self.youden
+        return {
+            "metric": self.metric,
+            "outcome": self.outcome,
+            "threshold": y.threshold,
+            "cutoff": y.cutoff,
+            "j": y.j,
+            "sensitivity": y.sensitivity,
+            "specificity": y.specificity,
+            "n": y.n,
+            "n_failed": y.n_failed,
+            "n_dropped": y.n_dropped,
+            "reason": y.reason,
+            "threshold_ci": interval(self.threshold_ci),
+            "j_ci": interval(self.j_ci),
+            "cluster": self.cluster,
+            "n_clusters": self.n_clusters,
+        }
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, MetricResult):
+        return value.value
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def calibrate_rows(
+    rows: Iterable[Mapping[str, Any]],
+    metric: str,
+    outcome: str,
+    cluster: str | None = None,
+    *,
+    failure: str = "low",
+    outcome_threshold: float = 0.5,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> CalibrationReport:
+    """Fit the Youden threshold of ``metric`` for predicting failure of ``outcome`` (TRIAGE §5.1–5.2).
+
+    :param rows: flat rows (e.g. :meth:`ScoreReport.rows`), values numbers, ``None`` or MetricResults.
+    :param outcome: the outcome column (``"CC"``, ``"Hits@1"`` ...); a row *fails* when its outcome is
+        below ``outcome_threshold`` (``failure="low"``) or above it (``failure="high"``, e.g. an error flag).
+    :param cluster: a column naming the resampling unit (e.g. ``"query"`` for the question when the
+        same question was run through several retrievers); ``None`` resamples rows.
+    """
+    if failure not in ("low", "high"):
+        raise ConfigError(f"failure must be 'low' or 'high', got {failure!r}")
+    xs: list[float | None] = []
+    fails: list[bool | None] = []
+    groups: list[Any] = []
+    for row in rows:
+        if metric not in row and outcome not in row:
+            continue
+        x, y = _number(row.get(metric)), _number(row.get(outcome))
+        xs.append(x)
+        fails.append(
+            None if y is None else (y < outcome_threshold if failure == "low" else y > outcome_threshold)
+        )
+        groups.append(row.get(cluster) if cluster else None)
+    if not xs:
+        raise ConfigError(f"no row has {metric!r} or {outcome!r}")
+    point = youden_threshold(xs, fails)
+    keep = [i for i in range(len(xs)) if xs[i] is not None and fails[i] is not None]
+    x = np.array([xs[i] for i in keep], dtype=float)
+    y = np.array([1.0 if fails[i] else 0.0 for i in keep])
+    labels = [groups[i] for i in keep]
+    n_clusters = len(set(map(str, labels))) if cluster else None
+    threshold_ci = j_ci = None
+    if point.threshold is not None and len(x) >= 2:
+
+        def threshold_of(a: np.ndarray, b: np.ndarray) -> float:
+            fit = youden_threshold(a, b)
+            return math.nan if fit.threshold is None else fit.threshold
+
+        def j_of(a: np.ndarray, b: np.ndarray) -> float:
+            fit = youden_threshold(a, b)
+            return math.nan if fit.j is None else fit.j
+
+        options = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+        if cluster and n_clusters is not None and n_clusters >= 2:
+            threshold_ci = clustered_bca_interval((x, y), labels, threshold_of, **options)
+            j_ci = clustered_bca_interval((x, y), labels, j_of, **options)
+        elif not cluster:
+            threshold_ci = bca_interval((x, y), threshold_of, **options)
+            j_ci = bca_interval((x, y), j_of, **options)
+    return CalibrationReport(metric, outcome, point, threshold_ci, j_ci, cluster, n_clusters)
+
+
+def render_calibration(report: CalibrationReport, console: Console) -> None:
+    """Print a calibration report with rich."""
+    from rich.table import Table
+
+    y = report.youden
+    title = f"Youden threshold of {report.metric} for predicting {report.outcome} failure (TRIAGE §5.2)"
+    if y.threshold is None:
+        console.print(f"[bold]{title}[/bold]: [yellow]N/A[/yellow] — {y.reason}")
+        return
+    table = Table(title=title, title_justify="left")
+    table.add_column("quantity")
+    table.add_column("estimate")
+    shown = report.j_ci or report.threshold_ci
+    table.add_column(f"{round(shown.confidence * 100)}% BCa CI" if shown else "CI")
+
+    def ci(i: Interval | None) -> str:
+        return "–" if i is None else f"[{i.low:.3f}, {i.high:.3f}]"
+
+    table.add_row("θ (largest failing value)", f"{y.threshold:.3f}", ci(report.threshold_ci))
+    table.add_row("configure θ (strict <)", f"{y.cutoff:.3f}", "")
+    table.add_row("Youden J", f"{y.j:.3f}", ci(report.j_ci))
+    table.add_row("sensitivity / specificity", f"{y.sensitivity:.3f} / {y.specificity:.3f}", "")
+    table.add_row("observations (failed)", f"{y.n} ({y.n_failed})", "")
+    if report.cluster:
+        table.add_row("clusters", f"{report.n_clusters} by {report.cluster!r}", "")
+    console.print(table)
+
+
+def report_json(report: ScoreReport | CalibrationReport) -> str:
+    """The report as indented JSON text."""
+    return json.dumps(report.to_dict(), ensure_ascii=False, indent=2, allow_nan=False)
