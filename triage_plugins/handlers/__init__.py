@@ -8,6 +8,7 @@ from __future__ import annotations
 
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("triage.recorder", "triage_plugins.handlers.recorder:StoreRecorder"),
+    ("triage.implementation", "triage_plugins.handlers.implementation:ImplementationRecorder"),
     ("triage.usage", "triage_plugins.handlers.usage:UsageRecorder"),
     ("triage.gate", "triage_plugins.handlers.gate:DefaultGate"),
     ("triage.feedback", "triage_plugins.handlers.feedback:FeedbackLearner"),

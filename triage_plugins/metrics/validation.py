@@ -1,0 +1,440 @@
+"""KG Validation metrics (TRIAGE §4.2, Table 2), computed over the whole assembled graph K.
+
+Gold-free: LC (eq. 19, ontology §), OC (eq. 20, ontology §), DNR (eq. 21), SRR (eq. 22).
+Benchmark-only, against a reference KG K*: COR (eq. 23) and CMP (eq. 24).
+
+Everything runs on :class:`~triage_plugins.graph.GraphView` arrays (numpy/scipy), never on
+networkx: degrees come from the CSR ``indptr``, SRR pairs are generated per block with numpy.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from itertools import combinations
+
+import numpy as np
+
+from triage_plugins.errors import ConfigError, OntologyError
+from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.metrics.extraction import Embedder, unit_embeddings
+from triage_plugins.metrics.result import MetricResult, na, ok
+from triage_plugins.ontology import Ontology
+
+__all__ = [
+    "METRICS",
+    "SIMILARITY_TOLERANCE",
+    "completeness",
+    "correctness",
+    "dead_node_ratio",
+    "logical_consistency",
+    "ontology_coverage",
+    "semantic_redundancy_rate",
+    "validation_metrics",
+]
+
+_PAIR_BUDGET = 1 << 25  # vector entries gathered at once when comparing pairs (256 MB at float64)
+_MAX_PREDICATE_MATRIX = 5000  # above this many distinct predicates, skip predicate sub-blocking
+_FLOAT32_ABOVE = 1 << 26  # label-vector entries (512 MB at float64) beyond which float32 is used
+SIMILARITY_TOLERANCE = 1e-9  # a cosine this close below δ counts as δ (rounding must not decide a tie)
+
+
+def _factorize(items: Iterable[str]) -> tuple[np.ndarray, list[str]]:
+    """Integer code of each item (first-seen order) and the distinct items."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(x, len(index)) for x in items), dtype=np.int64)
+    return codes, list(index)
+
+
+# --------------------------------------------------------------------------- LC (eq. 19)
+
+
+def logical_consistency(graph: GraphView, ontology: Ontology | None) -> MetricResult:
+    """Logical Consistency μ_LC, TRIAGE eq. 19: ``1 − |Conf(K)| / |K|``.
+
+    Conf(K) holds every triple taking part in at least one violated axiom:
+
+    - disjointness: an entity typed (by ``subject_type``/``object_type`` in any triple) with two
+      classes the ontology declares disjoint (through the subclass hierarchy) — every triple
+      asserting either type is in conflict;
+    - functional property / max cardinality: a subject with more distinct objects for a predicate
+      than its limit — all those triples are in conflict;
+    - domain/range, read closed-world as in SC: a typed entity none of whose types falls under
+      the predicate's declared domain (range); untyped entities contradict nothing.
+
+    ``details`` counts the triples caught by each kind of axiom. ``None`` without an ontology or
+    for an empty graph.
+    """
+    if ontology is None:
+        return na("LC", "needs an ontology (schema-dependent §)", n=0)
+    triples = graph.triples
+    if not triples:
+        return na("LC", "the graph has no triples", n=0)
+    asserted: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for i, t in enumerate(triples):
+        if t.subject_type:
+            asserted[t.subject][t.subject_type].append(i)
+        if t.object_type:
+            asserted[t.object][t.object_type].append(i)
+
+    disjoint: set[int] = set()
+    if ontology.disjoint:
+        for by_type in asserted.values():
+            for a, b in combinations(by_type, 2):
+                if ontology.are_disjoint(a, b):
+                    disjoint.update(by_type[a])
+                    disjoint.update(by_type[b])
+
+    domain_range: set[int] = set()
+    objects: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for i, t in enumerate(triples):
+        spec = ontology.predicates.get(t.predicate)
+        if spec is None:
+            continue
+        for node, cls in ((t.subject, spec.domain), (t.object, spec.range)):
+            types = asserted.get(node)
+            if cls is not None and types and not any(ontology.is_a(x, cls) for x in types):
+                domain_range.add(i)
+        if spec.cardinality_limit is not None:
+            objects[(t.subject, t.predicate)][t.object].append(i)
+
+    cardinality: set[int] = set()
+    for (_, predicate), by_object in objects.items():
+        if len(by_object) > ontology.predicates[predicate].cardinality_limit:  # type: ignore[operator]
+            for ids in by_object.values():
+                cardinality.update(ids)
+
+    conflicting = disjoint | domain_range | cardinality
+    return ok(
+        "LC",
+        1.0 - len(conflicting) / len(triples),
+        n=len(triples),
+        conflicting=len(conflicting),
+        disjointness=len(disjoint),
+        domain_range=len(domain_range),
+        cardinality=len(cardinality),
+    )
+
+
+# --------------------------------------------------------------------------- OC (eq. 20)
+
+
+def ontology_coverage(
+    graph: GraphView, ontology: Ontology | None, *, relevant: Iterable[str] | None = None
+) -> MetricResult:
+    """Ontology Coverage, TRIAGE eq. 20: elements of O_rel instantiated by at least one triple.
+
+    O_rel is every class and predicate of the ontology, or the names in ``relevant`` (the
+    query-relevant subset, which the paper leaves to the operator). A predicate is instantiated
+    by a triple using it; a class by an entity typed with it or with one of its subclasses.
+    ``details`` splits the rate into classes and predicates. ``None`` without an ontology or
+    with an empty O_rel.
+    """
+    if ontology is None:
+        return na("OC", "needs an ontology (schema-dependent §)", n=0)
+    classes, predicates = set(ontology.classes), set(ontology.predicates)
+    if relevant is not None:
+        wanted = set(relevant)
+        unknown = wanted - classes - predicates
+        if unknown:
+            raise OntologyError(
+                f"relevant names {sorted(unknown)} are neither classes nor predicates of the ontology"
+            )
+        classes &= wanted
+        predicates &= wanted
+    if not classes and not predicates:
+        return na("OC", "the relevant ontology subset is empty", n=0)
+    used_predicates = {t.predicate for t in graph.triples}
+    types = {x for t in graph.triples for x in (t.subject_type, t.object_type) if x}
+    used_classes = {c for x in types for c in ontology.ancestors(x)}
+    hit_c = len(classes & used_classes)
+    hit_p = len(predicates & used_predicates)
+    return ok(
+        "OC",
+        (hit_c + hit_p) / (len(classes) + len(predicates)),
+        n=len(classes) + len(predicates),
+        oc_classes=hit_c / len(classes) if classes else None,
+        oc_predicates=hit_p / len(predicates) if predicates else None,
+    )
+
+
+# --------------------------------------------------------------------------- DNR (eq. 21)
+
+
+def dead_node_ratio(graph: GraphView) -> MetricResult:
+    """Dead Node Ratio, TRIAGE eq. 21: nodes of degree ≤ 1 over |V|.
+
+    Degree is the number of distinct incident triples, direction ignored (a self-loop counts
+    once); isolated nodes count (DESIGN §4). ``details``: ``isolated`` (degree 0), ``leaves``
+    (degree 1). ``None`` for a graph without nodes.
+    """
+    degrees = graph.degrees()
+    if degrees.size == 0:
+        return na("DNR", "the graph has no nodes", n=0)
+    isolated = int(np.count_nonzero(degrees == 0))
+    leaves = int(np.count_nonzero(degrees == 1))
+    return ok(
+        "DNR", (isolated + leaves) / degrees.size, n=int(degrees.size), isolated=isolated, leaves=leaves
+    )
+
+
+# --------------------------------------------------------------------------- SRR (eq. 22)
+
+
+def _combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dense code of each pair (a[i], b[i]) (both non-negative integer arrays)."""
+    if a.size == 0:
+        return a.copy()
+    return np.unique(a * (int(b.max()) + 1) + b, return_inverse=True)[1].ravel()
+
+
+def _block_pairs(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort positions by ``block``; for each position, how many later positions share its block."""
+    order = np.argsort(block, kind="stable")
+    sorted_block = block[order]
+    ends = np.searchsorted(sorted_block, sorted_block, side="right")
+    partners = ends - np.arange(len(block)) - 1
+    return order, partners
+
+
+def _pair_chunks(partners: np.ndarray, budget: int) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    """All (k, l) with k < l < k + 1 + partners[k], as position arrays, ~``budget`` pairs at a time."""
+    cum = np.cumsum(partners)
+    start = 0
+    n = len(partners)
+    while start < n:
+        base = cum[start - 1] if start else 0
+        stop = int(np.searchsorted(cum, base + budget, side="right"))
+        stop = max(stop, start + 1)
+        counts = partners[start:stop]
+        total = int(counts.sum())
+        if total:
+            left = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
+            firsts = np.cumsum(counts) - counts
+            offset = np.arange(total, dtype=np.int64) - np.repeat(firsts, counts)
+            yield left, left + 1 + offset
+        start = stop
+
+
+def _pair_similarity(
+    vecs: np.ndarray, row: np.ndarray, a_nodes: np.ndarray, b_nodes: np.ndarray, same: np.ndarray
+) -> np.ndarray:
+    sims = np.einsum("ij,ij->i", vecs[row[a_nodes]], vecs[row[b_nodes]])
+    sims[same] = 1.0  # sim(x, x) = 1 even for an encoder that maps x to the zero vector
+    return sims
+
+
+def semantic_redundancy_rate(
+    graph: GraphView,
+    *,
+    delta: float = 0.9,
+    embedder: Embedder | None = None,
+    max_pairs: int = 50_000_000,
+) -> MetricResult:
+    """Semantic Redundancy Rate, TRIAGE eq. 22: ``|Red(K)| / |K|``.
+
+    Two triples are redundant when the similarities of their subjects, predicates and objects
+    (node display labels; predicate names) are all ≥ ``delta`` (DESIGN §4: δ = 0.9). sim is the
+    cosine of ``embedder`` vectors (sim(x, x) = 1 for identical strings), or, without an embedder,
+    1 when the labels are equal after :func:`normalize_label` and 0 otherwise (SRR then counts
+    normalized duplicates). A cosine within 1e-9 below δ counts as δ, so floating-point rounding
+    does not decide a pair sitting exactly at the threshold.
+    Red(K) holds each triple redundant with an *earlier* triple (graph order), so a pair of
+    duplicates counts once: SRR is the fraction of triples that could be dropped.
+
+    Candidate pairs come from blocking on the normalized subject label, never all pairs; inside
+    a subject block, triples are sub-blocked by predicate group (connected components of the
+    predicate-similarity ≥ δ graph), which loses no redundant pair. Without an embedder the
+    blocking is lossless; with one, triples whose subjects differ after normalization are never
+    compared, so redundancy across distinct subject labels ("Chris Nolan" / "Christopher Nolan")
+    is left to entity resolution (DNR, CSR_link measure it). ``details``:
+    ``candidate_pairs`` (pairs left after blocking; the exact similarity resolves them by grouping),
+    ``subject_block_pairs`` (pairs in the subject blocks alone).
+    ``None`` for an empty graph, or when the candidate pairs exceed ``max_pairs`` (a hub subject
+    with a huge block; raise ``max_pairs`` or use the exact similarity).
+    """
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0.0 < float(delta) <= 1.0:
+        raise ConfigError(f"delta must be a number in (0, 1], got {delta!r}")
+    delta = float(delta)
+    cut = delta - SIMILARITY_TOLERANCE
+    m = len(graph)
+    if m == 0:
+        return na("SRR", "the graph has no triples", n=0)
+    nodes = graph.nodes
+    node_labels = [graph.label(x) for x in nodes]
+    node_key, _ = _factorize(normalize_label(x) for x in node_labels)
+    subj, obj = graph.subject_index, graph.object_index
+    s_key = node_key[subj]
+    p_code, p_names = _factorize(t.predicate for t in graph.triples)
+    p_norm, _ = _factorize(normalize_label(p) for p in p_names)
+
+    _, s_sizes = np.unique(s_key, return_counts=True)
+    subject_block_pairs = int((s_sizes * (s_sizes - 1) // 2).sum())
+
+    if embedder is None:
+        # Exact similarity: redundant iff normalized (s, p, o) coincide, so group instead of pairing.
+        p_group = p_norm[p_code]
+        blocks = _combine(s_key, p_group)
+        b_sizes = np.bincount(blocks)
+        candidate_pairs = int((b_sizes * (b_sizes - 1) // 2).sum())
+        redundant = m - len(np.unique(_combine(blocks, node_key[obj])))
+        return ok(
+            "SRR",
+            redundant / m,
+            n=m,
+            redundant=redundant,
+            candidate_pairs=candidate_pairs,
+            subject_block_pairs=subject_block_pairs,
+            similarity="normalized label equality",
+            delta=delta,
+        )
+
+    # Predicate groups: components of the predicate-similarity >= delta graph (lossless sub-blocks).
+    label_code, _ = _factorize(node_labels)
+    p_vecs = unit_embeddings(embedder, p_names)
+    p_sim: np.ndarray | None = None
+    if len(p_names) <= _MAX_PREDICATE_MATRIX:
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        p_sim = p_vecs @ p_vecs.T
+        np.fill_diagonal(p_sim, 1.0)
+        _, p_group_of = connected_components(csr_matrix(p_sim >= cut), directed=False)
+    else:
+        p_group_of = np.zeros(len(p_names), dtype=np.int64)
+    blocks = _combine(s_key, p_group_of[p_code])
+    order, partners = _block_pairs(blocks)
+    candidate_pairs = int(partners.sum())
+    if candidate_pairs > max_pairs:
+        return na(
+            "SRR",
+            f"{candidate_pairs} candidate pairs exceed max_pairs={max_pairs} (a very large subject block)",
+            n=m,
+            candidate_pairs=candidate_pairs,
+            subject_block_pairs=subject_block_pairs,
+        )
+
+    paired = np.bincount(blocks)[blocks] >= 2
+    needed = np.unique(np.concatenate([subj[paired], obj[paired]]))
+    row = np.full(len(nodes), -1, dtype=np.int64)
+    row[needed] = np.arange(len(needed))
+    n_vecs = unit_embeddings(embedder, [node_labels[i] for i in needed])
+    width = n_vecs.shape[1] if n_vecs.ndim == 2 and n_vecs.shape[1] else 1
+    if n_vecs.size > _FLOAT32_ABOVE:
+        n_vecs = n_vecs.astype(np.float32)  # huge graphs: halve the memory (may flip pairs at exactly δ)
+    budget = max(1, _PAIR_BUDGET // width)
+
+    red = np.zeros(m, dtype=bool)
+    for left, right in _pair_chunks(partners, budget):
+        a, b = order[left], order[right]
+        if p_sim is not None:
+            keep = p_sim[p_code[a], p_code[b]] >= cut
+        else:
+            keep = (
+                _pair_similarity(
+                    p_vecs, np.arange(len(p_names)), p_code[a], p_code[b], p_code[a] == p_code[b]
+                )
+                >= cut
+            )
+        a, b = a[keep], b[keep]
+        if not a.size:
+            continue
+        oa, ob = obj[a], obj[b]
+        keep = _pair_similarity(n_vecs, row, oa, ob, label_code[oa] == label_code[ob]) >= cut
+        a, b = a[keep], b[keep]
+        if not a.size:
+            continue
+        sa, sb = subj[a], subj[b]
+        keep = _pair_similarity(n_vecs, row, sa, sb, label_code[sa] == label_code[sb]) >= cut
+        red[np.maximum(a[keep], b[keep])] = True
+    redundant = int(red.sum())
+    return ok(
+        "SRR",
+        redundant / m,
+        n=m,
+        redundant=redundant,
+        candidate_pairs=candidate_pairs,
+        subject_block_pairs=subject_block_pairs,
+        similarity="embedder cosine",
+        delta=delta,
+    )
+
+
+# --------------------------------------------------------------------------- COR, CMP (eq. 23–24)
+
+
+def _keys(graph: GraphView) -> list[tuple[str, str, str]]:
+    """Normalized (s, p, o) label triple of every triple of ``graph``."""
+    node_norm = [normalize_label(graph.label(x)) for x in graph.nodes]
+    pred_norm: dict[str, str] = {}
+    subj, obj = graph.subject_index, graph.object_index
+    return [
+        (node_norm[s], pred_norm.setdefault(t.predicate, normalize_label(t.predicate)), node_norm[o])
+        for t, s, o in zip(graph.triples, subj.tolist(), obj.tolist(), strict=True)
+    ]
+
+
+def correctness(graph: GraphView, reference: GraphView | None) -> MetricResult:
+    """Correctness μ_correct, TRIAGE eq. 23: ``1 − |K ∖ K_crt| / |K|`` with K_crt = (K ∩ K*) on K.
+
+    Triples match on normalized (subject label, predicate, object label). ``None`` without a
+    reference KG or for an empty K.
+    """
+    if reference is None:
+        return na("COR", "needs a reference KG K* (gold, benchmark setting)", n=0)
+    if not len(graph):
+        return na("COR", "the graph has no triples", n=0)
+    gold = set(_keys(reference))
+    correct = sum(k in gold for k in _keys(graph))
+    return ok("COR", 1.0 - (len(graph) - correct) / len(graph), n=len(graph), correct=correct)
+
+
+def completeness(graph: GraphView, reference: GraphView | None) -> MetricResult:
+    """Completeness μ_complete, TRIAGE eq. 24: ``1 − |K* ∖ K_cpt| / |K*|`` with K_cpt = (K ∩ K*) on K*.
+
+    Same matching as :func:`correctness`. ``None`` without a reference KG or for an empty K*.
+    """
+    if reference is None:
+        return na("CMP", "needs a reference KG K* (gold, benchmark setting)", n=0)
+    if not len(reference):
+        return na("CMP", "the reference KG has no triples", n=0)
+    found = set(_keys(graph))
+    covered = sum(k in found for k in _keys(reference))
+    return ok("CMP", 1.0 - (len(reference) - covered) / len(reference), n=len(reference), covered=covered)
+
+
+# --------------------------------------------------------------------------- everything at once
+
+
+def validation_metrics(
+    graph: GraphView,
+    *,
+    ontology: Ontology | None = None,
+    reference: GraphView | None = None,
+    delta: float = 0.9,
+    embedder: Embedder | None = None,
+) -> dict[str, MetricResult]:
+    """Every KG Validation metric of TRIAGE §4.2 for ``graph``, keyed by symbol.
+
+    LC and OC need ``ontology``; COR and CMP need ``reference``; each is ``None`` with its reason
+    otherwise. ``embedder`` makes SRR semantic (see :func:`semantic_redundancy_rate`).
+    """
+    return {
+        "LC": logical_consistency(graph, ontology),
+        "OC": ontology_coverage(graph, ontology),
+        "DNR": dead_node_ratio(graph),
+        "SRR": semantic_redundancy_rate(graph, delta=delta, embedder=embedder),
+        "COR": correctness(graph, reference),
+        "CMP": completeness(graph, reference),
+    }
+
+
+METRICS: dict[str, Callable[..., MetricResult]] = {
+    "LC": logical_consistency,
+    "OC": ontology_coverage,
+    "DNR": dead_node_ratio,
+    "SRR": semantic_redundancy_rate,
+    "COR": correctness,
+    "CMP": completeness,
+}
+"""Symbol -> metric function of the KG Validation phase (TRIAGE Table 2)."""
