@@ -24,9 +24,34 @@ from triage_plugins.graph import GraphView, normalize_label
 
 __all__ = ["CATEGORIES", "ProbeQuestion", "build_probe"]
 
-CATEGORIES: tuple[str, ...] = ("off-topic", "semi", "pair-1", "pair-2", "pair-3", "pair-4", "disc", "triple", "quad")
+CATEGORIES: tuple[str, ...] = (
+    "off-topic",
+    "semi",
+    "pair-1",
+    "pair-2",
+    "pair-3",
+    "pair-4",
+    "disc",
+    "triple",
+    "quad",
+)
 
-_SYLLABLES = ("zor", "bla", "quin", "mir", "ela", "vas", "kor", "thal", "uma", "dre", "vix", "olo", "pra", "neth")
+_SYLLABLES = (
+    "zor",
+    "bla",
+    "quin",
+    "mir",
+    "ela",
+    "vas",
+    "kor",
+    "thal",
+    "uma",
+    "dre",
+    "vix",
+    "olo",
+    "pra",
+    "neth",
+)
 
 
 @dataclass(frozen=True)
@@ -97,7 +122,9 @@ class _Fiction:
                 return name
 
 
-def build_probe(graph: GraphView, *, per_category: int = 12, seed: int = 0, max_tries: int = 20_000) -> list[ProbeQuestion]:
+def build_probe(
+    graph: GraphView, *, per_category: int = 12, seed: int = 0, max_tries: int = 20_000
+) -> list[ProbeQuestion]:
     """Sample the probe from ``graph`` (deterministic for a seed).
 
     A category the KB cannot supply (e.g. ``disc`` in a connected KB) yields fewer questions; the

@@ -1,0 +1,149 @@
+"""Terminal rendering of ``triage demo`` (rich): one table per phase, the chain, the learning."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from triage_plugins.diagnosis import REMEDIATION, render_trace
+from triage_plugins.metrics.result import MetricResult
+from triage_plugins.reference.demo import DemoResult
+
+__all__ = ["render_demo"]
+
+_USAGE_COLUMNS = ("QGR", "ERC", "RRS", "AGR", "CC", "Hits@1")
+
+
+def _phase_table(title: str, metrics: dict[str, MetricResult]) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("metric", style="bold")
+    table.add_column("value", justify="right")
+    table.add_column("note", overflow="fold")
+    for name, r in metrics.items():
+        if r.value is None:
+            table.add_row(name, "[dim]N/A[/]", f"[dim]{escape(r.reason or '')}[/]")
+        else:
+            table.add_row(name, f"{r.value:.3f}", escape(r.reason or ""))
+    return table
+
+
+def _mean(values: list[float]) -> str:
+    return f"{statistics.fmean(values):.2f}" if values else "[dim]N/A[/]"
+
+
+def _usage_table(result: DemoResult) -> Table:
+    by_retriever: dict[str, list] = defaultdict(list)
+    for q in result.usage.queries:
+        by_retriever[q.retriever].append(q)
+    table = Table(
+        title="KG Usage per retriever (means over defined values; N/A excluded)", title_justify="left"
+    )
+    table.add_column("retriever", style="bold", no_wrap=True)
+    table.add_column("n", justify="right")
+    for col in _USAGE_COLUMNS:
+        table.add_column(col, justify="right")
+    table.add_column("RPC", justify="right")
+    table.add_column("ACC", justify="right")
+    for name, queries in by_retriever.items():
+        cells = []
+        for col in _USAGE_COLUMNS:
+            vals = [
+                q.metrics[col].value for q in queries if col in q.metrics and q.metrics[col].value is not None
+            ]
+            cells.append(_mean(vals))
+        rpc = [
+            q.metrics["RPC"].value
+            for q in queries
+            if "RPC" in q.metrics and q.metrics["RPC"].value is not None
+        ]
+        acc = result.accuracy.get(name)
+        table.add_row(
+            name,
+            str(len(queries)),
+            *cells,
+            f"{statistics.median(rpc):.0f}" if rpc else "N/A",
+            "-" if acc is None else f"{acc:.1%}",
+        )
+    return table
+
+
+def _signature_table(result: DemoResult) -> Table:
+    table = Table(title="Chain signatures (first broken link) and what to do", title_justify="left")
+    table.add_column("signature", style="bold")
+    table.add_column("queries", justify="right")
+    table.add_column("stage")
+    table.add_column("first lever", overflow="fold")
+    for sig, n in sorted(result.usage.signatures.items(), key=lambda kv: -kv[1]):
+        remedy = REMEDIATION.get(sig)
+        stage = (remedy.stage or "-") if remedy else "-"
+        lever = remedy.levers[0] if remedy and remedy.levers else "-"
+        table.add_row(escape(sig), str(n), stage, escape(lever))
+    return table
+
+
+def _rounds_table(result: DemoResult) -> Table:
+    table = Table(
+        title="EvoRAG feedback learning (krag, gold feedback on the training half, accuracy on the held-out half)",
+        title_justify="left",
+    )
+    table.add_column("round", justify="right")
+    table.add_column("train ACC", justify="right")
+    table.add_column("held-out ACC", justify="right")
+    table.add_column("Δ vs static", justify="right")
+    table.add_column("shortcut edges", justify="right")
+    base = result.rounds[0]["test_accuracy"]
+    for r in result.rounds:
+        train = r["train_accuracy"]
+        delta = r["test_accuracy"] - base
+        table.add_row(
+            "static" if r["round"] == 0 else str(r["round"]),
+            "-" if train is None else f"{train:.1%}",
+            f"{r['test_accuracy']:.1%}",
+            "-" if r["round"] == 0 else f"{delta:+.1%}",
+            str(r["shortcuts"]),
+        )
+    return table
+
+
+def render_demo(result: DemoResult, console: Console) -> None:
+    """Print the demo summary: phases, usage per retriever, signatures, a traced query, learning."""
+    w = result.world
+    console.print(
+        Panel.fit(
+            f"Embedded world (seed {result.seed}): {w['entities']} entities, {w['facts']} true facts, "
+            f"{w['documents']} documents / {w['chunks']} chunks, {w['questions']} questions.\n"
+            f"Extracted graph: {w['graph_nodes']} nodes, {w['graph_triples']} triples "
+            "(alias, outdated, dangling and irrelevant noise left in on purpose).",
+            title="triage demo",
+        )
+    )
+    console.print(_phase_table("KG Implementation (extraction)", result.implementation))
+    console.print(_phase_table("KG Validation (graph)", result.validation))
+    console.print(_usage_table(result))
+    console.print(_signature_table(result))
+    if result.traced is not None and result.traced.diagnosis is not None:
+        q = result.traced
+        console.print(
+            Panel(
+                escape(render_trace(q.diagnosis)),
+                title=f"One query through the chain ({escape(q.retriever)}): {escape(q.query)}",
+                title_align="left",
+            )
+        )
+    if result.rounds:
+        console.print(_rounds_table(result))
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    tail = f"done in {result.seconds:.1f} s"
+    if result.store:
+        tail += f"; trace and scores in {escape(result.store)} (inspect with `triage store info`, `triage report`)"
+    if result.dropped_events or result.plugin_failures:
+        tail += (
+            f"; {result.dropped_events} events dropped, {result.plugin_failures} plugin errors (see the log)"
+        )
+    console.print(f"[dim]{tail}[/]")
