@@ -129,6 +129,62 @@ def demo_cmd(
         console.print(f"[dim]results written to {json_out}[/]")
 
 
+@app.command("probe")
+def probe_cmd(
+    kb: Annotated[
+        list[str],
+        typer.Option(help="KB file (PathQuestion `s\\tr\\to` or MetaQA `s|r|o`); repeat for parts."),
+    ],
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            help="Optional question file: probe entities are then drawn from the entities it mentions."
+        ),
+    ] = None,
+    per_category: Annotated[int, typer.Option(help="Questions per category (9 categories).")] = 12,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    reader: Annotated[
+        str, typer.Option(help="Reader for Hits@1: 'extractive' (the offline reader).")
+    ] = "extractive",
+    resamples: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write every observation as JSON here.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """TRIAGE §5.1's distance-controlled probe (Table 5) on any KB, through the five retrievers."""
+    from triage_plugins.datasets import load_kb, load_questions
+    from triage_plugins.graph import GraphView
+    from triage_plugins.reference.probe import run_probe
+    from triage_plugins.reference.probe_view import render_probe
+
+    if reader != "extractive":
+        _fail(f"unknown reader {reader!r}: only 'extractive' (answers from the retrieved context) ships")
+    try:
+        triples = load_kb(kb if len(kb) > 1 else kb[0])
+        graph = GraphView(triples)
+        candidates = None
+        if questions is not None:
+            items = load_questions(questions, kb=triples)
+            candidates = {e for q in items for e in (*q.topic_entities, *q.answers) if graph.has_node(e)}
+        with _progress_bars(not quiet) as progress:
+            result = run_probe(
+                graph,
+                kb_name=", ".join(kb),
+                per_category=per_category,
+                seed=seed,
+                candidates=candidates,
+                resamples=resamples,
+                progress=progress,
+            )
+    except TriageError as exc:
+        _fail(str(exc))
+    render_probe(result, console)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.to_dict(), indent=2, default=str), encoding="utf-8")
+        console.print(f"[dim]observations written to {json_out}[/]")
+
+
 @app.command("plugins")
 def plugins_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
@@ -331,24 +387,33 @@ def calibrate_cmd(
         json_out.write_text(report_json(report), encoding="utf-8")
 
 
-
 @app.command("compare")
 def compare_cmd(
     frameworks: Annotated[
         str, typer.Option(help="Comma-separated frameworks; a missing one is reported, not fatal.")
     ] = "reference,lightrag,graphrag,llamaindex",
-    corpus: Annotated[str, typer.Option(help="'embedded' (seeded synthetic world) or a folder of .txt/.md files.")] = "embedded",
+    corpus: Annotated[
+        str, typer.Option(help="'embedded' (seeded synthetic world) or a folder of .txt/.md files.")
+    ] = "embedded",
     questions: Annotated[
         Path | None, typer.Option(help="Questions: JSONL (question, answers) or a PathQuestion/MetaQA file.")
     ] = None,
-    modes: Annotated[str | None, typer.Option(help="Comma-separated modes (default: every mode of each framework).")] = None,
-    feedback_rounds: Annotated[int, typer.Option(help="EvoRAG feedback rounds after the first pass (needs gold).")] = 0,
-    store: Annotated[str | None, typer.Option(help="Record events, metrics and scores in this store.")] = None,
+    modes: Annotated[
+        str | None, typer.Option(help="Comma-separated modes (default: every mode of each framework).")
+    ] = None,
+    feedback_rounds: Annotated[
+        int, typer.Option(help="EvoRAG feedback rounds after the first pass (needs gold).")
+    ] = 0,
+    store: Annotated[
+        str | None, typer.Option(help="Record events, metrics and scores in this store.")
+    ] = None,
     ontology: Annotated[Path | None, typer.Option(help="Ontology file for OC, LC and SC.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the embedded corpus.")] = 0,
     max_questions: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here.")] = None,
-    html_out: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
+    html_out: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Run one corpus through every requested framework and mode; one row per framework x mode."""
@@ -390,10 +455,18 @@ def compare_cmd(
 @app.command("report")
 def report_cmd(
     store: Annotated[str, typer.Argument(help="Store path or sqlite:/// URL of a deployment.")],
-    html_out: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
-    since: Annotated[str | None, typer.Option(help="Only rows since: 30m, 2h, 7d, an ISO date or epoch seconds.")] = None,
-    window: Annotated[int, typer.Option(help="Rolling window W (queries) of the means and KG-update triggers.")] = 20,
-    statistic: Annotated[str, typer.Option(help="Trigger statistic: mean, quantile or failing_rate.")] = "mean",
+    html_out: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only rows since: 30m, 2h, 7d, an ISO date or epoch seconds.")
+    ] = None,
+    window: Annotated[
+        int, typer.Option(help="Rolling window W (queries) of the means and KG-update triggers.")
+    ] = 20,
+    statistic: Annotated[
+        str, typer.Option(help="Trigger statistic: mean, quantile or failing_rate.")
+    ] = "mean",
 ) -> None:
     """Metrics over rolling windows, fired KG-update triggers, worst queries per signature, score movement."""
     from triage_plugins.report import build_store_report, parse_since, render_store_report, store_html

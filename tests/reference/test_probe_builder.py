@@ -43,6 +43,8 @@ def test_category_structure_and_distances():
         elif q.category == "semi":
             assert len(q.entities) == 1 and len(q.fictional) == 1
             assert all(not graph.has_node(f) for f in q.fictional)
+            # the fictional name is a gold answer, so no retrieval can cover a semi question
+            assert set(q.gold_answers) == {q.entities[0], q.fictional[0]}
         elif q.category.startswith("pair-"):
             k = int(q.category[-1])
             a, b = q.entities

@@ -123,9 +123,17 @@ class _Fiction:
 
 
 def build_probe(
-    graph: GraphView, *, per_category: int = 12, seed: int = 0, max_tries: int = 20_000
+    graph: GraphView,
+    *,
+    per_category: int = 12,
+    seed: int = 0,
+    max_tries: int = 20_000,
+    candidates: set[str] | None = None,
 ) -> list[ProbeQuestion]:
     """Sample the probe from ``graph`` (deterministic for a seed).
+
+    :param candidates: when given, the named KB entities are drawn from these node ids only (for
+        example the entities a benchmark's questions mention); interior path nodes may be any node.
 
     A category the KB cannot supply (e.g. ``disc`` in a connected KB) yields fewer questions; the
     caller reports the shortfall.
@@ -137,7 +145,12 @@ def build_probe(
     rng = random.Random(seed)
     fiction = _Fiction(graph, rng)
     nodes = list(range(len(graph.nodes)))
-    connected = [i for i in nodes if graph.indptr[i + 1] > graph.indptr[i]]
+    allowed = None if candidates is None else {graph.node_index(c) for c in candidates if graph.has_node(c)}
+    connected = [
+        i for i in nodes if graph.indptr[i + 1] > graph.indptr[i] and (allowed is None or i in allowed)
+    ]
+    if not connected:
+        raise DatasetError("no candidate entity of the KB has an edge: cannot build a probe")
     comp = graph.component_labels()
     out: list[ProbeQuestion] = []
     used: set[tuple[str, ...]] = set()
@@ -154,7 +167,8 @@ def build_probe(
         text = _verbalize([names[i] for i in order])
         gold: list[str] = []
         if category != "off-topic":
-            gold = list(dict.fromkeys(list(names_ids) + [graph.nodes[i] for i in path]))
+            # a fictional entity is a gold answer no KG retrieval can cover (so semi is never covered)
+            gold = list(dict.fromkeys(list(names_ids) + [graph.nodes[i] for i in path] + fict))
         n = sum(1 for q in out if q.category == category)
         out.append(
             ProbeQuestion(
@@ -182,7 +196,7 @@ def build_probe(
                 k = int(category[-1])
                 s = rng.choice(connected)
                 dist, parent = _bfs(graph, s, k)
-                at_k = sorted(v for v, d in dist.items() if d == k)
+                at_k = sorted(v for v, d in dist.items() if d == k and (allowed is None or v in allowed))
                 if at_k:
                     t = rng.choice(at_k)
                     made += add(category, [s, t], [], _path_to(parent, s, t), k)
@@ -194,7 +208,7 @@ def build_probe(
                 m = 3 if category == "triple" else 4
                 s = rng.choice(connected)
                 dist, parent = _bfs(graph, s, 2 * (m - 1))
-                far = sorted(v for v, d in dist.items() if d >= m - 1)
+                far = sorted(v for v, d in dist.items() if d >= m - 1 and (allowed is None or v in allowed))
                 if not far:
                     continue
                 t = rng.choice(far)
