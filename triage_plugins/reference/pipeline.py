@@ -250,10 +250,10 @@ class ReferencePipeline:
         if name == "extracted-entity":
             return beam_expand(g, rel, question, grounded, hops=o["hops"], beam=o["beam"])
         if name == "light-entity":
-            seeds = rel.top_nodes(rel.query_vector(question), o["top_k"])
+            seeds = rel.query(question).top_nodes(o["top_k"])
             return beam_expand(g, rel, question, seeds, hops=o["hops"], beam=o["beam"])
         if name == "light-relation":
-            tops = rel.top_triples(rel.query_vector(question), o["top_k"])
+            tops = rel.query(question).top_triples(o["top_k"])
             seeds = list(dict.fromkeys(n for i in tops for n in (g.triples[i].subject, g.triples[i].object)))
             return beam_expand(g, rel, question, seeds, hops=o["hops"], beam=o["beam"])
         if name == "path":

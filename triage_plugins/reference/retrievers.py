@@ -24,7 +24,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,66 +62,141 @@ class Retrieved:
         return [[graph.triple(t) for t in p] for p in self.paths]
 
 
-def triple_text(graph: GraphView, t: Triple) -> str:
-    """The text a triple is embedded as: ``subject predicate object`` with labels, underscores as spaces."""
-    return f"{graph.label(t.subject)} {t.predicate} {graph.label(t.object)}".replace("_", " ")
-
-
 class RelevanceIndex:
     """Query relevance S_r ∈ (0, 1] of nodes and triples, from cosine similarity of embeddings.
 
-    Node and triple vectors are embedded lazily, once per graph; S_r = (1 + cos) / 2 clipped to
-    [ε, 1] so log S_r stays finite.
+    Nodes are embedded by label, predicates by name (underscores as spaces), lazily, once per
+    graph. A triple is embedded compositionally, as the normalized sum of its subject, predicate
+    and object vectors: v_t = (v_s + v_p + v_o) / ‖v_s + v_p + v_o‖. Then
+    cos(q, v_t) = (q·v_s + q·v_p + q·v_o) / ‖v_s + v_p + v_o‖, so one query's relevance to *every*
+    triple costs one mat-vec over the nodes plus O(|K|) gathers — no per-triple embedding, and hub
+    entities with thousands of edges stay cheap. S_r = (1 + cos) / 2 clipped to [ε, 1] so log S_r
+    stays finite.
     """
 
     def __init__(self, graph: GraphView, embedder: Embedder) -> None:
         self.graph = graph
         self.embedder = embedder
         self._node_vecs: np.ndarray | None = None
-        self._triple_vecs: np.ndarray | None = None
+        self._node_mat: Any = None
+        self._pred_index: dict[str, int] | None = None
+        self._pred_of: np.ndarray | None = None
+        self._pred_vecs: np.ndarray | None = None
+        self._triple_norm: np.ndarray | None = None
 
     def query_vector(self, query: str) -> np.ndarray:
         return np.asarray(self.embedder.embed([query])[0], dtype=np.float32)
 
     @property
     def node_vectors(self) -> np.ndarray:
+        """Unit vectors of the node labels (one row per node)."""
         if self._node_vecs is None:
             labels = [self.graph.label(n).replace("_", " ") for n in self.graph.nodes]
             self._node_vecs = np.asarray(self.embedder.embed(labels), dtype=np.float32)
         return self._node_vecs
 
     @property
-    def triple_vectors(self) -> np.ndarray:
-        if self._triple_vecs is None:
-            texts = [triple_text(self.graph, t) for t in self.graph.triples]
-            self._triple_vecs = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-        return self._triple_vecs
+    def _node_matrix(self) -> Any:
+        """Node vectors for mat-vec products: sparse CSR when the embedder's vectors are sparse
+        (hashed n-grams fill ~10-20 % of the dimensions), which reads 5-10x less memory per query."""
+        if self._node_mat is None:
+            dense = self.node_vectors
+            if dense.size and np.count_nonzero(dense) < 0.35 * dense.size:
+                from scipy.sparse import csr_matrix
 
-    @staticmethod
-    def _to_relevance(cos: np.ndarray) -> np.ndarray:
-        return np.clip((1.0 + cos) / 2.0, _EPS, 1.0)
+                self._node_mat = csr_matrix(dense)
+            else:
+                self._node_mat = dense
+        return self._node_mat
 
-    def triple_relevance(self, qvec: np.ndarray, triple_idx: np.ndarray) -> np.ndarray:
+    def _prepare_triples(self) -> None:
+        if self._triple_norm is not None:
+            return
+        triples = self.graph.triples
+        preds = sorted({t.predicate for t in triples})
+        self._pred_index = {p: i for i, p in enumerate(preds)}
+        self._pred_vecs = np.asarray(
+            self.embedder.embed([p.replace("_", " ") for p in preds]), dtype=np.float32
+        )
+        self._pred_of = np.fromiter(
+            (self._pred_index[t.predicate] for t in triples), dtype=np.int64, count=len(triples)
+        )
+        nodes = self.node_vectors
+        subj, obj = self.graph.subject_index, self.graph.object_index
+        norms = np.empty(len(triples), dtype=np.float64)
+        for lo in range(0, len(triples), 65536):  # bounded memory on large graphs
+            hi = min(lo + 65536, len(triples))
+            total = nodes[subj[lo:hi]] + self._pred_vecs[self._pred_of[lo:hi]] + nodes[obj[lo:hi]]
+            norms[lo:hi] = np.linalg.norm(total, axis=1)
+        norms[norms == 0] = 1.0
+        self._triple_norm = norms
+
+    def prepare(self) -> RelevanceIndex:
+        """Embed nodes and predicates now (otherwise done on the first query)."""
+        _ = self._node_matrix
+        self._prepare_triples()
+        return self
+
+    def query(self, query: str) -> QueryRelevance:
+        """Everything a retriever needs to rank nodes and triples for one query."""
+        return QueryRelevance(self, self.query_vector(query))
+
+
+class QueryRelevance:
+    """Relevance of one query to the graph's nodes and triples (computed once, then gathered)."""
+
+    def __init__(self, index: RelevanceIndex, qvec: np.ndarray) -> None:
+        self.index = index
+        self.qvec = qvec
+        self.node_cos = np.asarray(index._node_matrix @ qvec, dtype=np.float64).ravel()
+        self._triples: np.ndarray | None = None
+        self._pred: np.ndarray | None = None
+
+    @property
+    def _pred_cos(self) -> np.ndarray:
+        if self._pred is None:
+            self.index._prepare_triples()
+            self._pred = np.asarray(self.index._pred_vecs @ self.qvec, dtype=np.float64)  # type: ignore[operator]
+        return self._pred
+
+    def all_triples(self) -> np.ndarray:
+        """S_r of every triple, in graph order."""
+        if self._triples is None:
+            self._triples = self.triple_relevance(np.arange(len(self.index.graph.triples), dtype=np.int64))
+        return self._triples
+
+    def triple_relevance(self, triple_idx: np.ndarray) -> np.ndarray:
+        """S_r of the given triple indices (computed for those only)."""
         if len(triple_idx) == 0:
             return np.zeros(0, dtype=np.float64)
-        return self._to_relevance(self.triple_vectors[triple_idx] @ qvec).astype(np.float64)
+        pred_cos = self._pred_cos
+        ix, g = self.index, self.index.graph
+        dot = (
+            self.node_cos[g.subject_index[triple_idx]]
+            + pred_cos[ix._pred_of[triple_idx]]  # type: ignore[index]
+            + self.node_cos[g.object_index[triple_idx]]
+        )
+        return np.clip((1.0 + dot / ix._triple_norm[triple_idx]) / 2.0, _EPS, 1.0)  # type: ignore[index]
 
-    def top_nodes(self, qvec: np.ndarray, k: int) -> list[str]:
-        if k <= 0 or not self.graph.nodes:
+    def top_nodes(self, k: int) -> list[str]:
+        """The ``k`` nodes most similar to the query (ties by node order)."""
+        nodes = self.index.graph.nodes
+        if k <= 0 or not nodes:
             return []
-        sims = self.node_vectors @ qvec
+        sims = self.node_cos
         k = min(k, len(sims))
         idx = np.argpartition(-sims, k - 1)[:k]
         idx = idx[np.lexsort((idx, -sims[idx]))]
-        return [self.graph.nodes[int(i)] for i in idx]
+        return [nodes[int(i)] for i in idx]
 
-    def top_triples(self, qvec: np.ndarray, k: int) -> list[int]:
-        if k <= 0 or not self.graph.triples:
+    def top_triples(self, k: int) -> list[int]:
+        """Indices of the ``k`` triples most relevant to the query."""
+        if k <= 0 or not self.index.graph.triples:
             return []
-        sims = self.triple_vectors @ qvec
-        k = min(k, len(sims))
-        idx = np.argpartition(-sims, k - 1)[:k]
-        return [int(i) for i in idx[np.lexsort((idx, -sims[idx]))]]
+        rel = self.all_triples()
+        k = min(k, len(rel))
+        idx = np.argpartition(-rel, k - 1)[:k]
+        return [int(i) for i in idx[np.lexsort((idx, -rel[idx]))]]
 
 
 # --------------------------------------------------------------------------- beam expansion
@@ -145,7 +220,7 @@ def beam_expand(
     seeds = [s for s in dict.fromkeys(seeds) if graph.has_node(s)]
     if not seeds:
         return Retrieved((), (), (), (), 0, ())
-    qvec = relevance.query_vector(query)
+    qr = relevance.query(query)
     # frontier entries: (sum of log S_r along the path, triple indices, node indices)
     frontier: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = [
         (0.0, (), (graph.node_index(s),)) for s in seeds
@@ -161,7 +236,7 @@ def beam_expand(
             if lo == hi:
                 continue
             inc = graph.incident[lo:hi]
-            logs = np.log(relevance.triple_relevance(qvec, inc))
+            logs = np.log(qr.triple_relevance(inc))
             visited = set(nodes)
             for t, v, r in zip(inc.tolist(), graph.indices[lo:hi].tolist(), logs.tolist(), strict=True):
                 if v not in visited and t not in tpath:
@@ -294,6 +369,29 @@ def path_retrieve(
 # --------------------------------------------------------------------------- KG-RAG (EvoRAG)
 
 
+def _expand(graph: GraphView, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All incidences of the nodes ``ends``: (index into ``ends``, triple index, neighbour index)."""
+    starts = graph.indptr[ends]
+    counts = graph.indptr[ends + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    owner = np.repeat(np.arange(len(ends), dtype=np.int64), counts)
+    offsets = (
+        np.arange(total, dtype=np.int64)
+        - np.repeat(np.cumsum(counts) - counts, counts)
+        + np.repeat(starts, counts)
+    )
+    return owner, graph.incident[offsets], graph.indices[offsets]
+
+
+def _top(scores: np.ndarray, tiebreak: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` best scores, best first (ties: smaller ``tiebreak`` first)."""
+    part = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+    return part[np.lexsort((tiebreak[part], -scores[part]))]
+
+
 def krag_retrieve(
     graph: GraphView,
     relevance: RelevanceIndex,
@@ -310,14 +408,15 @@ def krag_retrieve(
 
     Seeds are the grounded query entities, then the most similar entities up to ``n_seeds``.
     Candidate paths (up to ``hops`` triples, no node revisited, at most ``beam`` per hop and seed
-    by S_r) are collected first; then ``priority(ids, S_r)`` (the ``triage_rerank`` hook) may
-    replace S_r by P(t) for every candidate triple at once. A path's priority is the mean
+    by mean log S_r) are collected first; then ``priority(ids, S_r)`` (the ``triage_rerank`` hook)
+    may replace S_r by P(t) for every candidate triple at once. A path's priority is the mean
     log P(t) along it (EvoRAG eq. 3 before the softmax, which does not change the order).
+    Expansion is vectorized per hop (numpy), so hub entities with thousands of edges stay cheap.
     """
-    qvec = relevance.query_vector(query)
+    qr = relevance.query(query)
     seeds = [s for s in dict.fromkeys(grounded) if graph.has_node(s)]
     if len(seeds) < n_seeds:
-        for s in relevance.top_nodes(qvec, n_seeds):
+        for s in qr.top_nodes(n_seeds):
             if s not in seeds:
                 seeds.append(s)
             if len(seeds) >= n_seeds:
@@ -326,47 +425,50 @@ def krag_retrieve(
     if not seeds:
         return Retrieved((), (), (), (), 0, ())
     expanded: set[int] = set()
-    per_seed: list[list[tuple[int, ...]]] = []
-    cand: set[int] = set()
+    per_seed: list[list[np.ndarray]] = []
     for s in seeds:
-        frontier: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = [(0.0, (), (graph.node_index(s),))]
-        paths: list[tuple[int, ...]] = []
-        for _ in range(hops):
-            nxt: list[tuple[float, tuple[int, ...], tuple[int, ...]]] = []
-            for score, tpath, nodes in frontier:
-                u = nodes[-1]
-                expanded.add(u)
-                lo, hi = graph.indptr[u], graph.indptr[u + 1]
-                if lo == hi:
-                    continue
-                inc = graph.incident[lo:hi]
-                rel = np.log(relevance.triple_relevance(qvec, inc))
-                visited = set(nodes)
-                for t, v, r in zip(inc.tolist(), graph.indices[lo:hi].tolist(), rel.tolist(), strict=True):
-                    if v not in visited:
-                        nxt.append((score + r, tpath + (t,), nodes + (v,)))
-            if not nxt:
+        tp = np.zeros((1, 0), dtype=np.int64)
+        nodes = np.asarray([[graph.node_index(s)]], dtype=np.int64)
+        sumlog = np.zeros(1)
+        levels: list[np.ndarray] = []
+        for h in range(1, hops + 1):
+            expanded.update(nodes[:, -1].tolist())
+            owner, inc, nbr = _expand(graph, nodes[:, -1])
+            if len(inc):
+                fresh = ~(nodes[owner] == nbr[:, None]).any(axis=1)
+                owner, inc, nbr = owner[fresh], inc[fresh], nbr[fresh]
+            if not len(inc):
                 break
-            frontier = heapq.nlargest(beam, nxt, key=lambda c: (c[0] / len(c[1]), [-x for x in c[1]]))
-            paths.extend(tp for _, tp, _ in frontier)
-        per_seed.append(paths)
-        for tp in paths:
-            cand.update(tp)
-    if not cand:
+            logs = sumlog[owner] + np.log(qr.triple_relevance(inc))
+            keep = _top(logs / h, inc, beam)
+            owner, inc, nbr = owner[keep], inc[keep], nbr[keep]
+            tp = np.hstack([tp[owner], inc[:, None]])
+            nodes = np.hstack([nodes[owner], nbr[:, None]])
+            sumlog = logs[keep]
+            levels.append(tp)
+        per_seed.append(levels)
+    all_tp = [lv.ravel() for levels in per_seed for lv in levels]
+    if not all_tp:
         return Retrieved((), tuple(seeds), (), (), len(expanded), tuple(seeds))
-    cand_idx = np.fromiter(sorted(cand), dtype=np.int64)
-    s_r = relevance.triple_relevance(qvec, cand_idx)
+    cand = np.unique(np.concatenate(all_tp))
+    s_r = qr.triple_relevance(cand)
     p = s_r
     if priority is not None:
-        answer = priority([graph.triples[int(i)].id for i in cand_idx], s_r.tolist())
+        answer = priority([graph.triples[int(i)].id for i in cand], s_r.tolist())
         if answer is not None:
             p = np.clip(np.asarray(answer, dtype=np.float64), _EPS, None)
-    logp = dict(zip(cand_idx.tolist(), np.log(p).tolist(), strict=True))
+    logp = np.log(p)
     kept: dict[tuple[int, ...], float] = {}
-    for paths in per_seed:
-        scored = [(sum(logp[t] for t in tp) / len(tp), tp) for tp in paths]
-        for score, tp in heapq.nlargest(paths_per_seed, scored, key=lambda c: (c[0], [-x for x in c[1]])):
-            kept[tp] = max(score, kept.get(tp, -math.inf))
+    for levels in per_seed:
+        if not levels:
+            continue
+        score = np.concatenate([logp[np.searchsorted(cand, lv)].mean(axis=1) for lv in levels])
+        level_of = np.concatenate([np.full(len(lv), k, dtype=np.int64) for k, lv in enumerate(levels)])
+        row_of = np.concatenate([np.arange(len(lv), dtype=np.int64) for lv in levels])
+        first = np.concatenate([lv[:, 0] for lv in levels])
+        for i in _top(score, first, paths_per_seed).tolist():
+            path = tuple(levels[level_of[i]][row_of[i]].tolist())
+            kept[path] = max(float(score[i]), kept.get(path, -math.inf))
     return _assemble(graph, kept, seeds, len(expanded))
 
 
