@@ -1,0 +1,329 @@
+"""``triage compare``: runner registry, failure isolation, per-framework aggregation, reference runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from triage_plugins.cli import app
+from triage_plugins.compare import (
+    IMPLEMENTATION_METRICS,
+    RUNNERS,
+    SCORE_UNITS_PARAM,
+    Corpus,
+    Question,
+    aggregate_events,
+    embedded_corpus,
+    load_question_file,
+    parse_query_id,
+    query_id,
+    register_runner,
+    run_compare,
+    unregister_runner,
+)
+from triage_plugins.errors import ConfigError
+from triage_plugins.events import Chunk, GenerationEvent, Gold, GraphEvent, RetrievalEvent, Subgraph, Triple
+from triage_plugins.graph import GraphView
+from triage_plugins.offline.extractor import extract_chunk
+from triage_plugins.store import Store
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def small_corpus() -> Corpus:
+    return embedded_corpus(0, n_questions=6)
+
+
+@pytest.fixture
+def registry():
+    """Registers test runners and removes them afterwards."""
+    added: list[str] = []
+
+    def add(runner) -> None:
+        register_runner(runner, replace=True)
+        added.append(runner.name)
+
+    yield add
+    for name in added:
+        unregister_runner(name)
+
+
+T_AB = Triple.of("Ada", "knows", "Bob")
+GRAPH = GraphView([T_AB, Triple.of("Bob", "knows", "Cy")])
+
+
+def _retrieval(framework: str, qid: str, triples: tuple[Triple, ...], retriever: str = "r") -> RetrievalEvent:
+    return RetrievalEvent(
+        framework,
+        qid,
+        "Who does Ada know?",
+        mentions=("Ada",),
+        grounding={"Ada": "Ada"},
+        subgraph=Subgraph(triples),
+        seconds=0.01,
+        retriever=retriever,
+        gold=Gold(answers=("Bob",), paths=(), entities=("Ada",)),
+    )
+
+
+def _answer(framework: str, qid: str, text: str) -> GenerationEvent:
+    return GenerationEvent(framework, qid, text, (text,), {text: text}, None, 0.002)
+
+
+class FakeRunner:
+    """Emits one graph, one retrieval and one answer per question; its ERC is 1 (Ada retrieved)."""
+
+    modes = ("path",)
+
+    def __init__(self, name: str, *, fail: bool = False) -> None:
+        self.name = name
+        self.fail = fail
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def run(self, corpus, questions, mode, manager, *, feedback_rounds, seed, progress) -> None:
+        manager.emit_graph(GraphEvent(self.name, GRAPH))
+        for q in questions[:2]:
+            qid = query_id(q.id, mode)
+            manager.emit_retrieval(_retrieval(self.name, qid, (T_AB,), retriever=mode))
+            manager.emit_generation(_answer(self.name, qid, "Bob"))
+        if self.fail:
+            raise RuntimeError("<script>alert(1)</script> crashed mid-run")
+
+
+# --------------------------------------------------------------------------- ids and inputs
+
+
+def test_query_ids_encode_mode_and_round() -> None:
+    assert query_id("q1", "krag") == "q1@krag"
+    assert query_id("q1", "krag", 2) == "q1@krag#r2"
+    assert parse_query_id("q1@krag#r2") == ("q1", "krag", 2)
+    assert parse_query_id("a@b@path") == ("a@b", "path", 0)
+    assert parse_query_id("plain-id") == ("plain-id", None, 0)
+
+
+def test_question_file_jsonl(tmp_path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        '{"id": "x1", "question": "Who does Ada know?", "answers": ["Bob"]}\n\n{"text": "Where is Cy?"}\n',
+        encoding="utf-8",
+    )
+    questions = load_question_file(path)
+    assert [q.id for q in questions] == ["x1", "q3"]
+    assert questions[0].gold is not None and questions[0].gold.answers == ("Bob",)
+    assert questions[1].gold is None
+
+
+# --------------------------------------------------------------------------- aggregation from events
+
+
+def test_each_framework_counts_only_its_own_events() -> None:
+    events = [
+        GraphEvent("alpha", GRAPH),
+        GraphEvent("beta", GRAPH),
+        # alpha retrieves Ada (ERC 1) and answers right; beta retrieves nothing (ERC 0) and answers wrong
+        _retrieval("alpha", "q1", (T_AB,)),
+        _retrieval("beta", "q1", ()),
+        _answer("alpha", "q1", "Bob"),
+        _answer("beta", "q1", "Cy"),
+        # another retriever of alpha, with ERC 0: must not leak into retriever "r"
+        _retrieval("alpha", "q2", (), retriever="other"),
+        _answer("alpha", "q2", "Cy"),
+    ]
+    alpha = aggregate_events(events, "alpha", "r")
+    beta = aggregate_events(events, "beta", "r")
+    assert alpha.queries == 1 and beta.queries == 1
+    assert alpha.usage["ERC"].median == 1.0
+    assert beta.usage["ERC"].median == 0.0
+    assert alpha.gold is not None and beta.gold is not None
+    assert alpha.gold["Hits@1"].mean == 1.0
+    assert beta.gold["Hits@1"].mean == 0.0
+    assert alpha.signatures == {"supported": 1}
+    assert beta.signatures == {"retrieval_gap": 1}
+    other = aggregate_events(events, "alpha", "other")
+    assert other.queries == 1 and other.usage["ERC"].median == 0.0
+
+
+def test_gold_metrics_only_when_gold_exists() -> None:
+    plain = RetrievalEvent("alpha", "q1", "Who does Ada know?", ("Ada",), {"Ada": "Ada"}, Subgraph((T_AB,)))
+    row = aggregate_events([GraphEvent("alpha", GRAPH), plain], "alpha")
+    assert row.queries == 1
+    assert row.gold is None
+
+
+def test_gold_from_the_questions_is_attached_by_query_id() -> None:
+    plain = RetrievalEvent(
+        "alpha",
+        query_id("q1", "r"),
+        "Who does Ada know?",
+        ("Ada",),
+        {"Ada": "Ada"},
+        Subgraph((T_AB,)),
+        retriever="r",
+    )
+    events = [GraphEvent("alpha", GRAPH), plain, _answer("alpha", plain.query_id, "Cy")]
+    gold = {"q1": Gold(answers=("Bob",), paths=(), entities=("Ada",))}
+    row = aggregate_events(events, "alpha", "r", gold=gold)
+    assert row.gold is not None and row.gold["Hits@1"].mean == 0.0 and row.gold["CC"].mean == 1.0
+
+
+def test_feedback_rounds_are_scored_apart() -> None:
+    events = [GraphEvent("alpha", GRAPH)]
+    for rnd, answer in ((0, "Cy"), (1, "Bob")):
+        qid = query_id("q1", "r", rnd)
+        events += [_retrieval("alpha", qid, (T_AB,)), _answer("alpha", qid, answer)]
+    row = aggregate_events(events, "alpha", "r")
+    assert row.queries == 1  # the main row is round 0 only
+    assert [(r.round, r.hits_at_1) for r in row.rounds] == [(0, 0.0), (1, 1.0)]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def test_reference_on_the_embedded_corpus(small_corpus: Corpus, tmp_path) -> None:
+    store_path = tmp_path / "c.sqlite"
+    result = run_compare(
+        small_corpus, frameworks=["reference"], modes=["path", "krag"], feedback_rounds=1, store=store_path
+    )
+    assert [(r.framework, r.mode, r.status) for r in result.rows] == [
+        ("reference", "path", "ok"),
+        ("reference", "krag", "ok"),
+    ]
+    first_run = sum(len(extract_chunk(c)) for c in small_corpus.chunks)
+    for row in result.rows:
+        assert row.queries == 6
+        assert row.triples_extracted == first_run
+        assert set(row.implementation) <= set(IMPLEMENTATION_METRICS)
+        assert row.implementation["TCS"].value is None  # the rule-based extractor has no log-probabilities
+        assert row.implementation["EC"].value == 1.0  # two runs of a deterministic extractor
+        assert row.gold is not None and set(row.gold) == {"CC", "Hits@1", "F1"}
+        assert sum(row.signatures.values()) == 6
+        assert math.isclose(sum(row.rhd.values()), 1.0)
+        assert [r.round for r in row.rounds] == [0, 1] and all(r.queries == 6 for r in row.rounds)
+        assert row.rounds[0].hits_at_1 == row.gold["Hits@1"].mean
+        assert row.score_moves  # gold feedback moved contribution scores in this run's namespace
+        ups = [d for _, d, _ in row.score_moves if d > 0]
+        downs = [d for _, d, _ in row.score_moves if d < 0]
+        assert ups == sorted(ups, reverse=True) and downs == sorted(downs, reverse=True)
+        assert len(ups) <= 6 and len(downs) <= 6 and all(n >= 1 for _, _, n in row.score_moves)
+    with Store.open(store_path) as store:
+        runs = {r.config["mode"]: r.id for r in store.runs("compare")}
+        assert set(runs) == {"path", "krag"}
+        unit = f"reference/krag@{runs['krag']}:triple"
+        assert unit in store.get_param(SCORE_UNITS_PARAM)
+        assert store.get_scores(unit)  # learned in its own namespace
+        assert store.get_scores("triple") == {}  # nothing leaked into the shared unit
+
+
+def test_same_seed_same_numbers_even_on_the_same_store(small_corpus: Corpus, tmp_path) -> None:
+    def numbers():
+        result = run_compare(
+            small_corpus,
+            frameworks=["reference"],
+            modes=["krag"],
+            feedback_rounds=1,
+            store=tmp_path / "s.sqlite",
+        )
+        row = result.rows[0]
+        return row.signatures, [r.hits_at_1 for r in row.rounds], {k: v.median for k, v in row.usage.items()}
+
+    assert numbers() == numbers()
+
+
+def test_a_failing_runner_is_reported_and_the_others_complete(small_corpus: Corpus, registry) -> None:
+    registry(FakeRunner("boom", fail=True))
+    registry(FakeRunner("fake"))
+    result = run_compare(small_corpus, frameworks=["boom", "fake", "reference", "nope"], modes=["path"])
+    rows = {r.framework: r for r in result.rows}
+    assert rows["boom"].status == "failed"
+    assert "RuntimeError" in rows["boom"].reason and "crashed mid-run" in rows["boom"].reason
+    assert rows["nope"].status == "unavailable" and "no runner registered" in rows["nope"].reason
+    assert rows["reference"].status == "ok" and rows["reference"].queries == 6
+    # the fake runner's numbers come from its own two queries, not from the reference's six
+    assert rows["fake"].status == "ok" and rows["fake"].queries == 2
+    assert rows["fake"].usage["ERC"].median == 1.0
+    assert rows["fake"].gold is not None and rows["fake"].gold["Hits@1"].mean == 1.0
+
+
+class _EntryPoint:
+    def __init__(self, name: str, value: str, target) -> None:
+        self.name, self.value, self._target = name, value, target
+
+    def load(self):
+        if isinstance(self._target, Exception):
+            raise self._target
+        return self._target
+
+
+def test_adapters_provide_runners_through_entry_points(small_corpus: Corpus, monkeypatch) -> None:
+    from triage_plugins import compare
+
+    class EpRunner(FakeRunner):
+        def __init__(self) -> None:
+            super().__init__("lightrag")
+
+    points = [
+        _EntryPoint("lightrag", "triage_lightrag.compare:Runner", EpRunner),
+        _EntryPoint("graphrag", "triage_graphrag.compare:Runner", ImportError("no module named graphrag")),
+    ]
+    monkeypatch.setattr(compare, "_runner_entry_points", lambda: points)
+    result = run_compare(small_corpus, frameworks=["lightrag", "graphrag"], modes=["path"])
+    lightrag, graphrag = result.rows
+    assert (lightrag.status, lightrag.queries) == ("ok", 2)  # the entry point replaced the placeholder
+    assert graphrag.status == "unavailable" and "failed to load" in graphrag.reason
+    assert "no module named graphrag" in graphrag.reason
+
+
+def test_frameworks_without_a_runner_are_unavailable_not_fatal(small_corpus: Corpus) -> None:
+    result = run_compare(small_corpus, frameworks=["lightrag", "graphrag", "llamaindex"])
+    assert [r.status for r in result.rows] == ["unavailable"] * 3
+    for row in result.rows:
+        assert "not installed" in row.reason or "not available yet" in row.reason
+    assert {"reference", "lightrag", "graphrag", "llamaindex"} <= set(RUNNERS)
+
+
+def test_unknown_mode_is_a_config_error(small_corpus: Corpus) -> None:
+    with pytest.raises(ConfigError, match="not supported"):
+        run_compare(small_corpus, frameworks=["reference"], modes=["warp-drive"])
+
+
+def test_feedback_without_gold_is_skipped_with_a_note(small_corpus: Corpus) -> None:
+    questions = [Question("u1", small_corpus.questions[0].text)]
+    result = run_compare(
+        small_corpus, frameworks=["reference"], modes=["path"], questions=questions, feedback_rounds=2
+    )
+    row = result.rows[0]
+    assert row.gold is None and row.rounds == []
+    assert result.feedback_rounds == 0
+    assert any("no question has a gold answer" in n for n in result.notes)
+
+
+def test_cli_compare_writes_json_and_html(tmp_path) -> None:
+    out_json, out_html = tmp_path / "c.json", tmp_path / "c.html"
+    res = CliRunner().invoke(
+        app,
+        ["compare", "--frameworks", "reference,lightrag", "--modes", "path", "--max-questions", "3",
+         "--quiet", "--json", str(out_json), "--html", str(out_html)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert [(r["framework"], r["status"]) for r in data["rows"]] == [
+        ("reference", "ok"),
+        ("lightrag", "unavailable"),
+    ]
+    assert data["rows"][0]["queries"] == 3
+    assert out_html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_corpus_dir(tmp_path) -> None:
+    from triage_plugins.compare import load_corpus_dir
+
+    (tmp_path / "a.txt").write_text("First paragraph.\n\nSecond paragraph.", encoding="utf-8")
+    corpus = load_corpus_dir(tmp_path)
+    assert [c.id for c in corpus.chunks] == ["a.txt#p0", "a.txt#p1"]
+    assert isinstance(corpus.chunks[0], Chunk)

@@ -1,0 +1,278 @@
+"""Reports: SVG plots, HTML escaping of untrusted text, the store report (windows, triggers, worst
+queries, score movement), ``triage report`` on a store filled by a reference run."""
+
+from __future__ import annotations
+
+import io
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from triage_plugins.cli import app
+from triage_plugins.compare import CompareResult, CompareRow, embedded_corpus, run_compare
+from triage_plugins.diagnosis import REMEDIATION
+from triage_plugins.errors import ConfigError
+from triage_plugins.events import (
+    Chunk,
+    ExtractedTriple,
+    ExtractionEvent,
+    GenerationEvent,
+    GraphEvent,
+    RetrievalEvent,
+    Subgraph,
+    Triple,
+)
+from triage_plugins.graph import GraphView
+from triage_plugins.manager import TriageManager
+from triage_plugins.report import (
+    build_store_report,
+    chain_funnel,
+    compare_html,
+    parse_since,
+    plots,
+    render_compare,
+    render_store_report,
+    store_html,
+)
+from triage_plugins.report.html import Safe, table
+from triage_plugins.store import MetricRow, Store
+
+HOSTILE = "<script>alert(1)</script>"
+HOSTILE_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+QUOTED = 'Tom "Tommy" O\'Neil & <b>Co</b>'
+QUOTED_ESCAPED = "Tom &quot;Tommy&quot; O&#x27;Neil &amp; &lt;b&gt;Co&lt;/b&gt;"
+ATTR = 'x" onmouseover="alert(2)'
+
+
+def _svg_ok(svg: str) -> ET.Element:
+    root = ET.fromstring(svg)  # well-formed XML, or this raises
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return root
+
+
+# --------------------------------------------------------------------------- plots and blocks
+
+
+def test_every_plot_is_well_formed_svg_with_escaped_labels() -> None:
+    svgs = [
+        plots.bar_chart([(HOSTILE, 0.5), (QUOTED, 1.0)], title=ATTR),
+        plots.column_chart([(HOSTILE, 0.25), ("∞", 0.75)], title=QUOTED),
+        plots.stacked_bars(
+            [(HOSTILE, {"supported": 3, "retrieval_gap": 1})], ["supported", "retrieval_gap"], title="s"
+        ),
+        plots.funnel([("QGR", 1.0), (HOSTILE, 0.5)], title=HOSTILE),
+        plots.diverging_bars([(HOSTILE, 12.0), (QUOTED, -4.0)], title="d"),
+        plots.box_plot([(HOSTILE, [0.1, 0.5, 0.9]), ("empty", [])], title="b"),
+        plots.line_chart(
+            {HOSTILE: [(0.0, 0.2), (1.0, None), (2.0, 0.6)]}, title="l", markers=[(1.0, HOSTILE)]
+        ),
+    ]
+    for svg in svgs:
+        _svg_ok(svg)
+        assert HOSTILE not in svg and "<b>" not in svg
+        assert 'onmouseover="alert' not in svg
+    assert HOSTILE_ESCAPED in svgs[0] and QUOTED_ESCAPED in svgs[0]
+    assert "x&quot; onmouseover=&quot;alert(2)" in svgs[0]
+
+
+def test_bar_lengths_are_proportional() -> None:
+    root = _svg_ok(plots.bar_chart([("a", 1.0), ("b", 0.25)], title="t", width=460, label_width=160))
+    widths = [float(r.get("width")) for r in root.iter("{http://www.w3.org/2000/svg}rect")]
+    # span = width - label_width - 60 = 240: 1.0 -> 240 px, 0.25 -> 60 px
+    assert widths == [240.0, 60.0]
+
+
+def test_long_labels_are_cut_but_keep_the_full_text_as_tooltip() -> None:
+    label = "The Very Long Entity Name That Goes On & On|born_in|Somewhere"
+    svg = plots.bar_chart([(label, 1.0)], title="t")
+    assert "The Very Long Entity Name That Goes On &amp; On|born_in|Somewhere</title>" in svg
+    assert "…" in svg
+
+
+def test_table_escapes_str_and_keeps_safe_markup() -> None:
+    html = table(["h", QUOTED], [[HOSTILE, Safe("<em>ok</em>")]])
+    assert HOSTILE_ESCAPED in html and QUOTED_ESCAPED in html
+    assert "<em>ok</em>" in html and HOSTILE not in html
+
+
+def test_chain_funnel_reads_signatures() -> None:
+    counts = {"out_of_scope": 1, "retrieval_gap": 2, "connectivity_gap": 1, "supported": 4, "undetermined": 2}
+    # 10 queries: 2 undetermined and 1 out_of_scope leave 7 past QGR, then -2, -1, -0, -0
+    assert chain_funnel(counts) == [("QGR", 0.7), ("ERC", 0.5), ("RRS", 0.4), ("ARF", 0.4), ("AGR", 0.4)]
+    assert chain_funnel({}) == []
+
+
+def test_parse_since() -> None:
+    assert parse_since("2h", now=10_000.0) == 10_000.0 - 7200
+    assert parse_since("30m", now=10_000.0) == 10_000.0 - 1800
+    assert parse_since("2026-01-01T00:00") == 1767225600.0
+    assert parse_since("1767225600") == 1767225600.0
+    assert parse_since(None) is None
+    with pytest.raises(ConfigError, match="--since"):
+        parse_since("last tuesday")
+
+
+# --------------------------------------------------------------------------- the store report
+
+
+def _metric_store(tmp_path) -> Store:
+    """Six queries of one retriever: ERC 1, 1, 0.2, 0.1, 0.2, 0.1 (QGR 1), one second apart."""
+    store = Store.open(tmp_path / "m.sqlite")
+    rows = []
+    for i, erc in enumerate((1.0, 1.0, 0.2, 0.1, 0.2, 0.1), 1):
+        qid, ts = f"q{i}", 1000.0 + i
+        sig = "supported" if erc >= 0.67 else "retrieval_gap"
+        fields = {"framework": "live", "retriever": "local", "ts": ts}
+        rows += [
+            MetricRow("query", qid, "QGR", 1.0, **fields),
+            MetricRow("query", qid, "ERC", erc, **fields),
+            MetricRow("query", qid, "signature", None, sig, details={"signature": sig}, **fields),
+        ]
+    store.record_metrics(rows)
+    store.add_scores("triple", {"a|r|b": 30.0, "b|r|c": -20.0, "c|r|d": 0.0})
+    return store
+
+
+def test_store_report_triggers_worst_queries_and_scores(tmp_path) -> None:
+    with _metric_store(tmp_path) as store:
+        report = build_store_report(store, window=4)
+    (group,) = report.groups
+    assert group.label == "live / local" and [q.query_id for q in group.queries] == [
+        f"q{i}" for i in range(1, 7)
+    ]
+    # ERC rolling mean (min_count 2): q3 (1+1+.2)/3 = .733 >= .67; q4 (1+1+.2+.1)/4 = .575 < .67 -> fires once
+    (trigger,) = group.triggers
+    assert (trigger.metric, trigger.position, trigger.query_id) == ("ERC", 4, "q4")
+    assert trigger.value == pytest.approx(0.575)
+    assert trigger.stage == "retrieval" and trigger.levers == REMEDIATION["retrieval_gap"].levers
+    assert group.signatures == {"retrieval_gap": 4, "supported": 2}
+    # worst first: ERC 0.1 (q4, q6) then 0.2 (q3, q5); each traced to its failing link
+    assert [q.query_id for q in group.worst["retrieval_gap"]] == ["q4", "q6", "q3", "q5"]
+    assert group.worst["retrieval_gap"][0].failed.metric == "ERC"
+    assert group.stats["ERC"].median == pytest.approx(0.2)
+    assert group.stats["ERC"].last_window == pytest.approx((0.2 + 0.1 + 0.2 + 0.1) / 4)
+    (scores,) = report.scores
+    assert (scores.unit, scores.total, scores.moved) == ("triple", 3, 2)
+    assert [(m.id, m.raw, m.delta, m.n_updates) for m in scores.promoted] == [("a|r|b", 130.0, 30.0, 1)]
+    assert [(m.id, m.raw, m.delta) for m in scores.suppressed] == [("b|r|c", 80.0, -20.0)]
+
+
+def test_store_report_since(tmp_path) -> None:
+    with _metric_store(tmp_path) as store:
+        report = build_store_report(store, window=4, since=1004.0)
+    assert [q.query_id for q in report.groups[0].queries] == ["q4", "q5", "q6"]
+
+
+def _hostile_store(tmp_path) -> Store:
+    """A store filled through the manager with untrusted names in the documents and the graph."""
+    store = Store.open(tmp_path / "h.sqlite")
+    manager = TriageManager(store, entry_points=False, synchronous=True)
+    manager.start_run("serve")
+    evil = Triple.of(HOSTILE, "knows", QUOTED)
+    chunk = Chunk("doc#p0", "doc", f"{HOSTILE} knows {QUOTED}.", {"paragraph": 0})
+    manager.emit_extraction(
+        ExtractionEvent("live", "run-1", chunk, (ExtractedTriple(evil, None, chunk.text),), "m", 0.0)
+    )
+    manager.emit_graph(GraphEvent("live", GraphView([evil, Triple.of(ATTR, "knows", "Bob")])))
+    for i, (mention, sub) in enumerate(((HOSTILE, (evil,)), (ATTR, ()), (HOSTILE, (evil,)))):
+        qid = f"q{i}"
+        manager.emit_retrieval(
+            RetrievalEvent(
+                "live",
+                qid,
+                f"Who does {mention} know?",
+                (mention,),
+                {mention: mention},
+                Subgraph(sub),
+                retriever=ATTR,
+            )
+        )
+        manager.emit_generation(GenerationEvent("live", qid, QUOTED, (QUOTED,), {QUOTED: QUOTED}))
+    manager.close()
+    store.add_scores("triple", {evil.id: 10.0, f"{ATTR}|knows|Bob": -10.0})
+    return store
+
+
+def test_store_html_escapes_untrusted_text(tmp_path) -> None:
+    with _hostile_store(tmp_path) as store:
+        report = build_store_report(store, window=2)
+    html = store_html(report)
+    assert "<script" not in html.lower()
+    assert HOSTILE_ESCAPED in html  # the query text and the triple id are shown, escaped
+    assert "onmouseover=" not in html.replace("onmouseover=&quot;", "")
+    assert "<b>Co</b>" not in html
+    for svg in re.findall(r"<svg.*?</svg>", html, flags=re.S):
+        _svg_ok(svg)
+    assert report.groups[0].worst["retrieval_gap"][0].query == f"Who does {ATTR} know?"
+
+
+def test_compare_html_escapes_untrusted_text() -> None:
+    row = CompareRow(HOSTILE, QUOTED, "failed", f"RuntimeError: {HOSTILE}")
+    ok = CompareRow(
+        "ok",
+        ATTR,
+        "ok",
+        queries=2,
+        signatures={"supported": 1, "retrieval_gap": 1},
+        rhd={"0": 0.5, "inf": 0.5},
+    )
+    html = compare_html(CompareResult([row, ok], HOSTILE, 2, 0, 0, notes=[HOSTILE]))
+    assert "<script" not in html.lower()
+    assert HOSTILE_ESCAPED in html and QUOTED_ESCAPED in html
+    assert "onmouseover=" not in html.replace("onmouseover=&quot;", "")
+
+
+def test_terminal_prints_untrusted_text_literally(tmp_path) -> None:
+    with _hostile_store(tmp_path) as store:
+        report = build_store_report(store, window=2)
+    console = Console(file=io.StringIO(), width=240, record=True)
+    render_store_report(report, console)
+    text = console.export_text()
+    assert HOSTILE in text  # a terminal shows the raw text (the score table lists the triple id)
+    row = CompareRow("[bold]x[/bold]", "m", "failed", "[red]boom[/red]")
+    console = Console(file=io.StringIO(), width=240, record=True)
+    render_compare(CompareResult([row], "c", 0, 0, 0), console)
+    out = console.export_text()
+    assert "[bold]x[/bold]" in out and "[red]boom[/red]" in out
+
+
+# --------------------------------------------------------------------------- a short reference run
+
+
+@pytest.fixture(scope="module")
+def reference_store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ref") / "ref.sqlite"
+    run_compare(
+        embedded_corpus(0, n_questions=4),
+        frameworks=["reference"],
+        modes=["krag"],
+        feedback_rounds=1,
+        store=path,
+    )
+    return path
+
+
+def test_report_on_a_reference_run(reference_store) -> None:
+    with Store.open(reference_store) as store:
+        report = build_store_report(store, window=4)
+    (group,) = report.groups
+    assert group.label == "reference / krag"
+    assert len(group.queries) == 8  # 4 questions x (round 0 + 1 feedback round)
+    assert sum(group.signatures.values()) == 8
+    assert report.graph["reference"]["EC"].value == 1.0
+    units = [u.unit for u in report.scores]
+    assert len(units) == 1 and units[0].startswith("reference/krag@") and units[0].endswith(":triple")
+
+
+def test_cli_report(reference_store, tmp_path) -> None:
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", str(reference_store), "--html", str(out), "--window", "4"])
+    assert res.exit_code == 0, res.output
+    assert "reference / krag" in res.output
+    html = out.read_text(encoding="utf-8")
+    assert html.count("<svg") >= 3 and "<table" in html and "<script" not in html.lower()
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nope.sqlite")])
+    assert missing.exit_code == 1

@@ -1,0 +1,268 @@
+"""The HTML page of ``triage compare``: one self-contained file (inline CSS and SVG, no script)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from triage_plugins.diagnosis import CHAIN, SIGNATURES
+from triage_plugins.report import plots
+from triage_plugins.report.html import Safe, cell, figures, metric_cell, number, page, section, table
+
+if TYPE_CHECKING:
+    from triage_plugins.compare import CompareResult, CompareRow, MetricSummary
+
+__all__ = ["chain_funnel", "compare_html"]
+
+_SIG_ORDER = (*SIGNATURES, "undetermined")
+
+
+def chain_funnel(signatures: dict[str, int]) -> list[tuple[str, float]]:
+    """Share of queries not failed at each link, read from the signature counts (TRIAGE §4.5, Fig. 5).
+
+    A query with signature s failed the link that names s and was not evaluated past it; N/A links are
+    skipped by the chain, so "not failed" is the honest reading of the funnel.
+    """
+    total = sum(signatures.values())
+    if not total:
+        return []
+    remaining = total - signatures.get("undetermined", 0)
+    out = []
+    for link in CHAIN:
+        remaining -= signatures.get(link.signature, 0)
+        out.append((link.metric, remaining / total))
+    return out
+
+
+def _summary_cell(s: MetricSummary | None, *, mean: bool = False) -> Safe:
+    if s is None:
+        return cell("–", cls="muted")
+    value = s.mean if mean else s.median
+    if value is None:
+        return cell("N/A", title=f"undefined for all {s.na} queries: {s.reason}", cls="na")
+    text = number(value)
+    if s.na:
+        return Safe(f"{cell(text)} {cell(f'({s.na} N/A)', title=s.reason, cls='na')}")
+    return cell(text, title=f"{s.n} queries")
+
+
+def _status(row: CompareRow) -> Safe:
+    cls = {"ok": "good", "failed": "bad", "unavailable": "muted"}[row.status]
+    return cell(row.status, cls=cls)
+
+
+def _ms(value: float | None) -> str:
+    return "N/A" if value is None else f"{value * 1000:.1f}"
+
+
+def compare_html(result: CompareResult) -> str:
+    """Render a :class:`~triage_plugins.compare.CompareResult` as one self-contained HTML document."""
+    from triage_plugins.compare import GOLD_METRICS, IMPLEMENTATION_METRICS, USAGE_METRICS, VALIDATION_METRICS
+
+    rows = result.rows
+    ok = [r for r in rows if r.status == "ok"]
+    sections: list[object] = []
+
+    overview = table(
+        ["framework", "mode", "status", "reason / error", "queries", "triples extracted", "graph triples",
+         "run s", "median query ms"],
+        [
+            [r.framework, r.mode, _status(r), r.reason or "", r.queries if r.status == "ok" else "",
+             number(r.triples_extracted, na="–"), number(r.graph_triples, na="–"),
+             "" if r.seconds is None else f"{r.seconds:.2f}",
+             _ms(r.latency.get("query_median")) if r.status == "ok" else ""]
+            for r in rows
+        ],
+        numeric=(4, 5, 6, 7, 8),
+    )  # fmt: skip
+    sections.append(
+        section(
+            "Frameworks",
+            Safe('<div class="wrap">'),
+            overview,
+            Safe("</div>"),
+            anchor="frameworks",
+            intro="One row per framework × mode. A framework that is not installed or has no runner is listed "
+            "as unavailable with the reason; one that raised is listed as failed, and the others still ran.",
+        )
+    )
+    if not ok:
+        sections.append(section("Results", "No framework completed.", anchor="results"))
+        return _page(result, _with_notes(result, sections))
+
+    kg = table(
+        ["framework / mode", *IMPLEMENTATION_METRICS, *VALIDATION_METRICS],
+        [
+            [r.label, *(metric_cell(r.implementation.get(m)) for m in IMPLEMENTATION_METRICS),
+             *(metric_cell(r.validation.get(m)) for m in VALIDATION_METRICS)]
+            for r in ok
+        ],
+        numeric=range(1, 1 + len(IMPLEMENTATION_METRICS) + len(VALIDATION_METRICS)),
+    )  # fmt: skip
+    sections.append(
+        section(
+            "KG Implementation and Validation",
+            Safe('<div class="wrap">'),
+            kg,
+            Safe("</div>"),
+            anchor="kg",
+            intro="TRIAGE §4.1 (TCS, SCR, EC, CSC, EAR, CSR_link) and §4.2 (DNR, SRR, OC, LC, SC), from each "
+            "framework's own extraction and graph events. N/A: hover for the reason (no log-probabilities, "
+            "no ontology ...).",
+        )
+    )
+
+    ok = [r for r in ok if r.queries]
+    if not ok:
+        sections.append(section("KG Usage", "No query was answered: no usage metrics.", anchor="usage"))
+        return _page(result, _with_notes(result, sections))
+
+    usage = table(
+        ["framework / mode", "queries", *USAGE_METRICS],
+        [[r.label, r.queries, *(_summary_cell(r.usage.get(m)) for m in USAGE_METRICS)] for r in ok],
+        numeric=range(1, 2 + len(USAGE_METRICS)),
+    )
+    parts: list[object] = [Safe('<div class="wrap">'), usage, Safe("</div>")]
+    boxes = [
+        plots.box_plot(
+            [(r.label, r.distributions.get(m, [])) for r in ok],
+            title=f"{m} per query",
+            domain=None if m == "RPC" else (0.0, 1.0),
+            width=430,
+        )
+        for m in ("ERC", "ERP", "RRS", "AGR", "AUR", "RPC")
+    ]
+    parts.append(figures(*boxes))
+    sections.append(
+        section(
+            "KG Usage",
+            *parts,
+            anchor="usage",
+            intro="TRIAGE §4.3: median per query over the queries where the metric is defined, with the number "
+            "of N/A queries (hover for the most common reason). RPC is the retrieval path cost (expanded nodes).",
+        )
+    )
+
+    with_gold = [r for r in ok if r.gold is not None]
+    if with_gold:
+        gold = table(
+            ["framework / mode", *GOLD_METRICS],
+            [[r.label, *(_summary_cell(r.gold.get(m), mean=True) for m in GOLD_METRICS)] for r in with_gold],  # type: ignore[union-attr]
+            numeric=range(1, 1 + len(GOLD_METRICS)),
+        )
+        bars = plots.bar_chart(
+            [(r.label, r.gold["Hits@1"].mean or 0.0) for r in with_gold],  # type: ignore[index]
+            title="Hits@1 (mean)",
+            max_value=1.0,
+            width=520,
+            label_width=190,
+        )
+        sections.append(
+            section(
+                "Answer accuracy (gold)",
+                gold,
+                figures(bars),
+                anchor="gold",
+                intro="Only for questions that carry gold answers: CC (gold answer in the retrieved context), "
+                "Hits@1 and F1, as means over the queries.",
+            )
+        )
+
+    funnels = [plots.funnel(chain_funnel(r.signatures), title=r.label, width=260) for r in ok if r.signatures]
+    sig_bars = plots.stacked_bars(
+        [(r.label, r.signatures) for r in ok],
+        _SIG_ORDER,
+        title="Chain signatures (share of queries)",
+        colors=plots.SIGNATURE_COLORS,
+        width=820,
+        label_width=190,
+    )
+    sig_table = table(
+        ["framework / mode", *_SIG_ORDER],
+        [[r.label, *(r.signatures.get(s, 0) for s in _SIG_ORDER)] for r in ok],
+        numeric=range(1, 1 + len(_SIG_ORDER)),
+    )
+    sections.append(
+        section(
+            "Diagnostic chain",
+            figures(sig_bars),
+            sig_table,
+            Safe("<h3>Chain funnels</h3>"),
+            figures(*funnels) if funnels else "No query was diagnosed.",
+            anchor="chain",
+            intro="TRIAGE §4.5: QGR → ERC → RRS → ARF → AGR. Each funnel shows, per link, the share of queries "
+            "that had not failed by that link (N/A links are skipped, not passed); the last bar is 'supported'.",
+        )
+    )
+
+    hists = []
+    for r in ok:
+        items = [("∞" if k == "inf" else f"ℓ={k}", v) for k, v in r.rhd.items()]
+        if items:
+            hists.append(plots.column_chart(items, title=f"RHD — {r.label}", max_value=1.0, width=230))
+    sections.append(
+        section(
+            "Reasoning hop depth",
+            figures(*hists) if hists else "No query had an evaluable RHD.",
+            anchor="rhd",
+            intro="TRIAGE eq. 33: the share of queries whose grounded entities are at most ℓ hops apart in the "
+            "retrieved subgraph; ∞ when a pair is disconnected.",
+        )
+    )
+
+    with_rounds = [r for r in ok if r.rounds]
+    if with_rounds:
+        series = {r.label: [(float(s.round), s.hits_at_1) for s in r.rounds] for r in with_rounds}
+        chart = plots.line_chart(
+            series, title="Hits@1 per feedback round", x_label="feedback round", width=640
+        )
+        max_round = max(len(r.rounds) for r in with_rounds)
+        rounds_table = table(
+            ["framework / mode", *(f"round {i}" for i in range(max_round))],
+            [[r.label, *(number(s.hits_at_1) for s in r.rounds)] for r in with_rounds],
+            numeric=range(1, 1 + max_round),
+        )
+        drift = [
+            plots.diverging_bars(
+                [(item, delta) for item, delta, _ in r.score_moves],
+                title=f"Score drift from 100 — {r.label}",
+                width=620,
+                label_width=230,
+            )
+            for r in with_rounds
+            if r.score_moves
+        ]
+        sections.append(
+            section(
+                "Feedback rounds",
+                figures(chart),
+                rounds_table,
+                Safe("<h3>Contribution-score drift (most promoted and most suppressed)</h3>"),
+                figures(*drift) if drift else "No contribution score moved.",
+                anchor="rounds",
+                intro="EvoRAG: after each round the gold feedback is backpropagated into the contribution scores "
+                "and the next round retrieves with the learned reweighting (only retrievers that consult "
+                "triage_rerank can change).",
+            )
+        )
+
+    return _page(result, _with_notes(result, sections))
+
+
+def _with_notes(result: CompareResult, sections: list[object]) -> list[object]:
+    notes = [f"{r.label}: {n}" for r in result.rows for n in r.notes] + list(result.notes)
+    if notes:
+        items = "".join(f"<li>{cell(n)}</li>" for n in notes)
+        sections.append(section("Notes", Safe(f"<ul>{items}</ul>"), anchor="notes"))
+    return sections
+
+
+def _page(result: CompareResult, sections: list[object]) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    subtitle = (
+        f"Corpus: {result.corpus} · {result.questions} questions · seed {result.seed} · "
+        f"{result.feedback_rounds} feedback round(s) · {stamp}"
+    )
+    nav = [("frameworks", "Frameworks"), ("kg", "KG"), ("usage", "Usage"), ("gold", "Accuracy"),
+           ("chain", "Chain"), ("rhd", "RHD"), ("rounds", "Feedback"), ("notes", "Notes")]  # fmt: skip
+    return page("triage compare", subtitle, sections, nav=nav)

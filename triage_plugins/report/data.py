@@ -1,0 +1,418 @@
+"""What ``triage report STORE`` shows, read from a live deployment's store (TRIAGE §4.5 "Closing the loop").
+
+:func:`build_store_report` turns the store's rows into plain data:
+
+* per framework × retriever, the per-query metric rows written by the usage recorder, in time order:
+  summaries (median, mean, N/A count), rolling means over the last ``window`` defined values, the RHD
+  distribution (eq. 33) and the current signature per query (its most recent ``signature`` row);
+* the KG-update triggers that would have fired: one :class:`~triage_plugins.diagnosis.WindowTrigger` per
+  chain metric fed the queries in order, with the diagnosed stage and the remediation levers;
+* the worst queries per failing signature (lowest value of the failing link first), each with its chain
+  traced by :func:`~triage_plugins.diagnosis.diagnose` and its query text from the retrieval event;
+* the latest graph-scope metrics per framework (KG Implementation §4.1, Validation §4.2);
+* contribution-score movement (EvoRAG §4.3): the most promoted and most suppressed triples or chunks,
+  raw score against the initial 100, and how many updates each had.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from triage_plugins.config import DEFAULT_THRESHOLDS
+from triage_plugins.diagnosis import CHAIN, SIGNATURES, ChainStep, WindowTrigger, diagnose
+from triage_plugins.errors import ConfigError
+from triage_plugins.events import RetrievalEvent
+from triage_plugins.metrics.result import MetricResult
+from triage_plugins.metrics.usage import rhd_distribution
+
+if TYPE_CHECKING:
+    from triage_plugins.store import MetricRow, Store
+
+__all__ = [
+    "CHAIN_METRICS",
+    "GroupReport",
+    "QueryTrace",
+    "ScoreMove",
+    "ScoreUnitReport",
+    "StoreReport",
+    "TriggerFired",
+    "build_store_report",
+    "parse_since",
+]
+
+CHAIN_METRICS: tuple[str, ...] = tuple(link.metric for link in CHAIN)
+SUMMARY_METRICS: tuple[str, ...] = (
+    "QGR",
+    "ERC",
+    "ERP",
+    "RRS",
+    "ARF",
+    "AGR",
+    "AUR",
+    "RPC",
+    "CC",
+    "Hits@1",
+    "F1",
+)
+INITIAL_SCORE = 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTrace:
+    """One query with its metrics and its chain, as the usage recorder stored them (``query``, the text,
+    is filled for the worst queries shown)."""
+
+    query_id: str
+    query: str | None
+    ts: float
+    signature: str | None
+    metrics: Mapping[str, MetricResult]
+    steps: tuple[ChainStep, ...]
+
+    @property
+    def failed(self) -> ChainStep | None:
+        return next((s for s in self.steps if s.status == "fail"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerFired:
+    """A KG-update trigger that fired: after which query, what crossed, and what to do."""
+
+    metric: str
+    statistic: str
+    value: float
+    threshold: float
+    window: int
+    position: int
+    query_id: str
+    ts: float
+    signature: str | None
+    stage: str | None
+    levers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricStats:
+    """Median, mean, N/A count of a per-query metric, and the mean of the last window."""
+
+    name: str
+    median: float | None
+    mean: float | None
+    n: int
+    na: int
+    last_window: float | None
+
+
+@dataclass
+class GroupReport:
+    """One framework × retriever of the store."""
+
+    framework: str
+    retriever: str
+    queries: list[QueryTrace]
+    stats: dict[str, MetricStats]
+    rolling: dict[str, list[tuple[float, float | None]]]
+    signatures: dict[str, int]
+    rhd: dict[str, float]
+    triggers: list[TriggerFired]
+    worst: dict[str, list[QueryTrace]]
+
+    @property
+    def label(self) -> str:
+        return f"{self.framework} / {self.retriever}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreMove:
+    """A contribution score: raw value, its change from the initial 100, its update count."""
+
+    id: str
+    raw: float
+    delta: float
+    n_updates: int
+    updated_at: float
+
+
+@dataclass
+class ScoreUnitReport:
+    """Score movement of one unit (``"triple"``, ``"chunk"``, or a compare namespace's unit)."""
+
+    unit: str
+    total: int
+    moved: int
+    promoted: list[ScoreMove]
+    suppressed: list[ScoreMove]
+
+
+@dataclass
+class StoreReport:
+    """Everything :func:`build_store_report` read."""
+
+    store: str
+    generated_at: float
+    since: float | None
+    window: int
+    counts: dict[str, int]
+    runs: int
+    groups: list[GroupReport]
+    graph: dict[str, dict[str, MetricResult]]
+    scores: list[ScoreUnitReport]
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- helpers
+
+_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str | None, *, now: float | None = None) -> float | None:
+    """``--since``: a duration back from now (``"30m"``, ``"2h"``, ``"7d"``), an ISO date/time
+    (UTC when no zone is given) or epoch seconds; returns epoch seconds."""
+    if text is None or not str(text).strip():
+        return None
+    text = str(text).strip()
+    now = time.time() if now is None else now
+    m = _RELATIVE.match(text)
+    if m:
+        return now - float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"--since {text!r}: expected a duration (30m, 2h, 7d), an ISO date (2026-01-31T12:00) or epoch seconds"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _result(row: MetricRow) -> MetricResult:
+    return MetricResult(row.name, row.value, row.reason, row.n, dict(row.details))
+
+
+def _stats(name: str, results: Sequence[MetricResult], window: int) -> MetricStats:
+    values = [float(r.value) for r in results if r.value is not None]
+    na = sum(1 for r in results if r.value is None)
+    last = values[-window:]
+    return MetricStats(
+        name,
+        statistics.median(values) if values else None,
+        math.fsum(values) / len(values) if values else None,
+        len(values),
+        na,
+        math.fsum(last) / len(last) if last else None,
+    )
+
+
+def _rolling(results: Sequence[MetricResult | None], window: int) -> list[tuple[float, float | None]]:
+    """Rolling mean of the last ``window`` defined values at each query position (``None`` before 2)."""
+    kept: list[float] = []
+    out: list[tuple[float, float | None]] = []
+    for i, r in enumerate(results, 1):
+        if r is not None and r.value is not None:
+            kept.append(float(r.value))
+        tail = kept[-window:]
+        out.append((float(i), math.fsum(tail) / len(tail) if len(tail) >= 2 else None))
+    return out
+
+
+def _query_text(store: Store, framework: str, query_id: str) -> str | None:
+    """The query text of the last retrieval event of ``query_id`` (indexed lookup; ``None`` when absent)."""
+    text = None
+    for event in store.events("retrieval", framework=framework, query_id=query_id):
+        if isinstance(event, RetrievalEvent):
+            text = event.query
+    return text
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _group(
+    framework: str,
+    retriever: str,
+    per_query: dict[str, dict[str, MetricRow]],
+    first_ts: dict[str, float],
+    text_of: Callable[[str], str | None],
+    *,
+    window: int,
+    thresholds: Mapping[str, float],
+    statistic: str,
+    worst_n: int,
+) -> GroupReport:
+    order = sorted(per_query, key=lambda q: (first_ts[q], q))
+    traces: list[QueryTrace] = []
+    for qid in order:
+        rows = per_query[qid]
+        metrics = {name: _result(r) for name, r in rows.items() if name != "signature"}
+        diagnosis = diagnose(metrics, thresholds)
+        stored = rows.get("signature")
+        if stored is not None:
+            signature = stored.details.get("signature") if stored.reason == "undetermined" else stored.reason
+        else:
+            signature = diagnosis.signature if diagnosis.defined else None
+        traces.append(QueryTrace(qid, None, first_ts[qid], signature, metrics, diagnosis.steps))
+
+    stats = {
+        m: _stats(m, [t.metrics[m] for t in traces if m in t.metrics], window)
+        for m in SUMMARY_METRICS
+        if any(m in t.metrics for t in traces)
+    }
+    rolling = {m: _rolling([t.metrics.get(m) for t in traces], window) for m in CHAIN_METRICS}
+    signatures = Counter(t.signature or "undetermined" for t in traces)
+    ordered = {s: signatures[s] for s in (*SIGNATURES, "undetermined") if signatures[s]}
+    rhd = rhd_distribution(t.metrics["RHD"] for t in traces if "RHD" in t.metrics)
+
+    triggers: list[TriggerFired] = []
+    for metric in CHAIN_METRICS:
+        trigger = WindowTrigger(
+            metric,
+            window,
+            statistic,  # type: ignore[arg-type]
+            threshold=None if statistic == "failing_rate" else thresholds.get(metric),
+            query_threshold=thresholds.get(metric) if statistic == "failing_rate" else None,
+            min_count=min(window, max(2, window // 2)),
+        )
+        for position, t in enumerate(traces, 1):
+            signal = trigger.update(t.metrics.get(metric))
+            if signal is not None:
+                triggers.append(
+                    TriggerFired(
+                        signal.metric, signal.statistic, signal.value, signal.threshold, signal.window,
+                        position, t.query_id, t.ts, signal.signature, signal.stage, signal.levers,
+                    )
+                )  # fmt: skip
+    triggers.sort(key=lambda s: (s.position, s.metric))
+
+    worst: dict[str, list[QueryTrace]] = {}
+    for sig in SIGNATURES:
+        if sig == "supported":
+            continue
+        hits = [t for t in traces if t.signature == sig]
+        if not hits:
+            continue
+
+        def badness(t: QueryTrace) -> tuple[float, str]:
+            step = t.failed
+            value = step.value if step is not None and step.value is not None else -1.0
+            return (value, t.query_id)
+
+        # only the queries shown get their text (one indexed lookup each, not a scan of every event)
+        worst[sig] = [replace(t, query=text_of(t.query_id)) for t in sorted(hits, key=badness)[:worst_n]]
+    return GroupReport(
+        framework,
+        retriever,
+        traces,
+        stats,
+        rolling,
+        ordered,
+        {("inf" if k == math.inf else str(int(k))): v for k, v in rhd.items()},
+        triggers,
+        worst,
+    )
+
+
+def _score_units(store: Store, since: float | None, top: int) -> list[ScoreUnitReport]:
+    from triage_plugins.compare import SCORE_UNITS_PARAM
+
+    units = ["triple", "chunk", *(store.get_param(SCORE_UNITS_PARAM, []) or [])]
+    out: list[ScoreUnitReport] = []
+    for unit in dict.fromkeys(units):
+        rows = store.get_scores(unit)
+        if not rows:
+            continue
+        moves = [
+            ScoreMove(i, r.raw, r.raw - INITIAL_SCORE, r.n_updates, r.updated_at)
+            for i, r in rows.items()
+            if since is None or r.updated_at >= since
+        ]
+        moved = [m for m in moves if m.delta != 0.0]
+        promoted = sorted((m for m in moved if m.delta > 0), key=lambda m: (-m.delta, m.id))[:top]
+        suppressed = sorted((m for m in moved if m.delta < 0), key=lambda m: (m.delta, m.id))[:top]
+        out.append(ScoreUnitReport(unit, len(moves), len(moved), promoted, suppressed))
+    return out
+
+
+def build_store_report(
+    store: Store,
+    *,
+    since: float | None = None,
+    window: int = 20,
+    thresholds: Mapping[str, float] | None = None,
+    statistic: str = "mean",
+    worst: int = 5,
+    top_scores: int = 10,
+) -> StoreReport:
+    """Read a store into a :class:`StoreReport` (see the module docstring).
+
+    :param since: only metric rows and score updates at or after this epoch time.
+    :param window: W of the rolling means and of the triggers (TRIAGE §4.5), at least 2.
+    :param statistic: the triggers' statistic: ``"mean"``, ``"quantile"`` or ``"failing_rate"``.
+    """
+    if window < 2:
+        raise ConfigError(f"window must be >= 2 (one query never triggers an update), got {window}")
+    theta = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    notes: list[str] = []
+
+    by_group: dict[tuple[str, str], dict[str, dict[str, MetricRow]]] = defaultdict(dict)
+    first_ts: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for row in store.metrics(scope="query"):
+        if since is not None and (row.ts or 0.0) < since:
+            continue
+        key = (row.framework or "(unknown)", row.retriever or "(unknown)")
+        rows = by_group[key].setdefault(row.scope_id, {})
+        rows[row.name] = row  # rows come in recording order: the latest value of a metric wins
+        ts = row.ts or 0.0
+        first_ts[key][row.scope_id] = min(first_ts[key].get(row.scope_id, ts), ts)
+
+    groups: list[GroupReport] = []
+    for framework, retriever in sorted(by_group):
+        groups.append(
+            _group(
+                framework,
+                retriever,
+                by_group[(framework, retriever)],
+                first_ts[(framework, retriever)],
+                lambda qid, fw=framework: _query_text(store, fw, qid),
+                window=window,
+                thresholds=theta,
+                statistic=statistic,
+                worst_n=worst,
+            )
+        )
+    if not groups:
+        notes.append(
+            "no per-query metric rows" + (" since the given time" if since else "") + " in this store"
+        )
+
+    graph: dict[str, dict[str, MetricResult]] = {}
+    for row in store.metrics(scope="graph"):
+        if since is not None and (row.ts or 0.0) < since:
+            continue
+        graph.setdefault(row.scope_id, {})[row.name] = _result(row)
+
+    return StoreReport(
+        store=str(getattr(store, "url", store)),
+        generated_at=time.time(),
+        since=since,
+        window=window,
+        counts=store.counts(),
+        runs=len(store.runs()),
+        groups=groups,
+        graph=graph,
+        scores=_score_units(store, since, top_scores),
+        notes=notes,
+    )

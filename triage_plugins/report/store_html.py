@@ -1,0 +1,221 @@
+"""The HTML page of ``triage report STORE``: one self-contained file (inline CSS and SVG, no script)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from triage_plugins.diagnosis import REMEDIATION
+from triage_plugins.report import plots
+from triage_plugins.report.data import CHAIN_METRICS
+from triage_plugins.report.html import (
+    Safe,
+    cell,
+    details,
+    figures,
+    metric_cell,
+    number,
+    page,
+    row,
+    section,
+    table,
+)
+
+if TYPE_CHECKING:
+    from triage_plugins.report.data import GroupReport, QueryTrace, ScoreUnitReport, StoreReport
+
+__all__ = ["store_html"]
+
+_STATUS_CLS = {"pass": "good", "fail": "bad", "n/a": "na", "not reached": "muted"}
+
+
+def _when(ts: float | None) -> str:
+    return "–" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ts))
+
+
+def _trace_table(q: QueryTrace) -> Safe:
+    return table(
+        ["link", "value", "θ", "status", "meaning / reason"],
+        [
+            [s.metric, number(s.value), f"{s.threshold:.2f}", cell(s.status, cls=_STATUS_CLS[s.status]),
+             s.meaning if s.status == "fail" else (s.reason or "")]
+            for s in q.steps
+        ],
+        numeric=(1, 2),
+    )  # fmt: skip
+
+
+def _group_section(g: GroupReport, window: int, anchor: str) -> Safe:
+    parts: list[object] = []
+    stats = table(
+        ["metric", "median", "mean", "last-window mean", "queries", "N/A"],
+        [
+            [s.name, number(s.median), number(s.mean), number(s.last_window), s.n, s.na]
+            for s in g.stats.values()
+        ],
+        numeric=(1, 2, 3, 4, 5),
+    )
+    rolling = plots.line_chart(
+        g.rolling,
+        title=f"Rolling mean over the last {window} queries",
+        x_label="query (time order)",
+        thresholds={"θ = 0.5": 0.5, "θ(ERC) = 0.67": 0.67},
+        markers=[(float(t.position), f"trigger: {t.metric} {t.statistic} {t.value:.3f}") for t in g.triggers],
+        width=640,
+    )
+    sigs = plots.bar_chart(
+        [(s, float(n)) for s, n in g.signatures.items()],
+        title="Chain signatures (queries)",
+        value_format="{:.0f}",
+        colors=plots.SIGNATURE_COLORS,
+        width=420,
+        label_width=140,
+    )
+    rhd_items = [("∞" if k == "inf" else f"ℓ={k}", v) for k, v in g.rhd.items()]
+    figs = [sigs]
+    if rhd_items:
+        figs.append(plots.column_chart(rhd_items, title="RHD (eq. 33)", max_value=1.0, width=230))
+    parts += [row(stats, figures(*figs)), figures(rolling)]
+
+    parts.append(Safe("<h3>KG-update triggers</h3>"))
+    if g.triggers:
+        parts.append(
+            table(
+                [
+                    "after query",
+                    "when",
+                    "metric",
+                    "statistic",
+                    "value",
+                    "threshold",
+                    "stage",
+                    "signature",
+                    "levers",
+                ],
+                [
+                    [
+                        f"#{t.position} ({t.query_id})",
+                        _when(t.ts),
+                        t.metric,
+                        t.statistic,
+                        number(t.value),
+                        number(t.threshold),
+                        t.stage or "investigate",
+                        t.signature or "",
+                        Safe(
+                            '<ul class="levers">'
+                            + "".join(f"<li>{cell(lv)}</li>" for lv in t.levers)
+                            + "</ul>"
+                        ),
+                    ]
+                    for t in g.triggers
+                ],
+                numeric=(4, 5),
+            )  # fmt: skip
+        )
+    else:
+        parts.append(
+            Safe('<p class="note">No trigger fired: no rolling aggregate crossed its threshold.</p>')
+        )
+
+    parts.append(Safe("<h3>Worst queries per signature</h3>"))
+    if not g.worst:
+        parts.append(Safe('<p class="note">No failing query.</p>'))
+    for sig, queries in g.worst.items():
+        remedy = REMEDIATION[sig]
+        blocks: list[object] = [
+            Safe(f'<p class="note">{cell(remedy.summary)} Stage: <b>{cell(remedy.stage or "-")}</b>.</p>'),
+            Safe('<ul class="levers">' + "".join(f"<li>{cell(lv)}</li>" for lv in remedy.levers) + "</ul>"),
+        ]
+        for q in queries:
+            failed = q.failed
+            head = f"{q.query_id} — {q.query or '(query text not recorded)'}"
+            if failed is not None:
+                head += f" — {failed.metric} = {number(failed.value)}"
+            blocks.append(details(head, _trace_table(q)))
+        parts.append(details(f"{sig} ({g.signatures.get(sig, 0)} queries)", *blocks, open_=True))
+    return section(f"{g.label} — {len(g.queries)} queries", *parts, anchor=anchor)
+
+
+def _scores_section(units: list[ScoreUnitReport]) -> Safe:
+    parts: list[object] = []
+    for u in units:
+        items = [(m.id, m.delta) for m in u.promoted[:8]] + [
+            (m.id, m.delta) for m in reversed(u.suppressed[:8])
+        ]
+        parts.append(Safe(f"<h3>{cell(u.unit)}: {u.moved} of {u.total} scores moved</h3>"))
+        if items:
+            parts.append(
+                figures(plots.diverging_bars(items, title=f"Score drift from 100 — {u.unit}", width=720))
+            )
+        rows = [
+            [kind, m.id, f"{m.raw:.2f}", f"{m.delta:+.2f}", m.n_updates, _when(m.updated_at)]
+            for kind, moves in (("promoted", u.promoted), ("suppressed", u.suppressed))
+            for m in moves
+        ]
+        parts.append(table(["", "id", "raw", "vs 100", "updates", "last update"], rows, numeric=(2, 3, 4)))
+    return section(
+        "Contribution scores",
+        *(parts or ["No contribution score in this store (no feedback was learned)."]),
+        anchor="scores",
+        intro="EvoRAG §4.3: raw contribution scores start at 100; feedback moves them. The most promoted and "
+        "most suppressed triples or chunks, with the number of updates each had.",
+    )
+
+
+def store_html(report: StoreReport) -> str:
+    """Render a :class:`~triage_plugins.report.data.StoreReport` as one self-contained HTML document."""
+    sections: list[object] = []
+    overview = table(
+        ["framework / retriever", "queries", *CHAIN_METRICS, "triggers", "signatures"],
+        [
+            [g.label, len(g.queries), *(number(g.stats[m].median) if m in g.stats else "–" for m in CHAIN_METRICS),
+             len(g.triggers), ", ".join(f"{s} {n}" for s, n in g.signatures.items())]
+            for g in report.groups
+        ],
+        numeric=range(1, 3 + len(CHAIN_METRICS)),
+    )  # fmt: skip
+    counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
+    sections.append(
+        section(
+            "Overview",
+            Safe('<div class="wrap">'),
+            overview,
+            Safe("</div>"),
+            anchor="overview",
+            intro=f"{report.runs} run(s); rows: {counts}. Chain metric columns are medians per query.",
+        )
+    )
+    if report.graph:
+        names = list(dict.fromkeys(n for metrics in report.graph.values() for n in metrics))
+        sections.append(
+            section(
+                "Graph",
+                Safe('<div class="wrap">'),
+                table(
+                    ["framework", *names],
+                    [[fw, *(metric_cell(m.get(n)) for n in names)] for fw, m in report.graph.items()],
+                    numeric=range(1, 1 + len(names)),
+                ),
+                Safe("</div>"),
+                anchor="graph",
+                intro="Latest KG Implementation (§4.1) and Validation (§4.2) metrics recorded per framework.",
+            )
+        )
+    for i, g in enumerate(report.groups):
+        sections.append(_group_section(g, report.window, f"group-{i}"))
+    sections.append(_scores_section(report.scores))
+    if report.notes:
+        sections.append(
+            section(
+                "Notes",
+                Safe("<ul>" + "".join(f"<li>{cell(n)}</li>" for n in report.notes) + "</ul>"),
+                anchor="notes",
+            )
+        )
+    since = f" · since {_when(report.since)}" if report.since is not None else ""
+    subtitle = f"Store: {report.store}{since} · window W = {report.window} · {_when(report.generated_at)} UTC"
+    nav = [("overview", "Overview"), ("graph", "Graph")]
+    nav += [(f"group-{i}", g.label) for i, g in enumerate(report.groups)]
+    nav.append(("scores", "Scores"))
+    return page("triage report", subtitle, sections, nav=nav)
