@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -168,3 +169,20 @@ def test_default_plugins_load_without_errors(tmp_path):
     assert manager.load_errors == []
     assert any(p.source == "default" for p in manager.plugins())
     manager.close()
+
+
+def test_batched_worker_delivers_without_flush():
+    manager = TriageManager(synchronous=False, entry_points=False, defaults=False, schedule_delay=0.05)
+    seen = Seen()
+    manager.register(seen)
+    manager.emit_retrieval(_retrieval("late"))
+    deadline = time.monotonic() + 5
+    while not seen.ids and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen.ids == ["late"]
+    manager.close()
+
+
+def test_schedule_delay_is_validated():
+    with pytest.raises(ConfigError, match="schedule_delay"):
+        TriageManager(entry_points=False, defaults=False, schedule_delay=-1)

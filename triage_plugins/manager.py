@@ -144,6 +144,9 @@ class TriageManager:
     :param synchronous: deliver notifications inline instead of on the background worker
         (defaults to ``TRIAGE_SYNC``); useful in tests and scripts.
     :param queue_size: bound of the notification queue; beyond it events are dropped and counted.
+    :param batch_size: most events the worker delivers per wake-up.
+    :param schedule_delay: seconds the worker waits after the first queued event for more to
+        arrive before delivering (``flush()`` cuts the wait short); ``0`` delivers at once.
     """
 
     def __init__(
@@ -156,9 +159,12 @@ class TriageManager:
         synchronous: bool | None = None,
         queue_size: int = 10_000,
         batch_size: int = 256,
+        schedule_delay: float = 0.05,
     ) -> None:
         if queue_size < 1 or batch_size < 1:
             raise ConfigError("queue_size and batch_size must be >= 1")
+        if not 0.0 <= schedule_delay <= 10.0:
+            raise ConfigError(f"schedule_delay must be in [0, 10] seconds, got {schedule_delay!r}")
         self.config = config or TriageConfig()
         self._owns_store = store is not None and not hasattr(store, "record_event")
         self.store: Store | None = self._open_store(store)
@@ -173,6 +179,9 @@ class TriageManager:
         self._lock = threading.Lock()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._batch_size = batch_size
+        self._schedule_delay = schedule_delay
+        self._urgent = threading.Event()  # set while flush() or close() waits: no batching delay
+        self._flushing = 0
         self._thread: threading.Thread | None = None
         self._closed = False
 
@@ -392,6 +401,11 @@ class TriageManager:
         q = self._queue
         while True:
             batch = [q.get()]
+            # Like OpenTelemetry's batch span processor: after the first event, wait up to
+            # ``schedule_delay`` for more (unless a batch is already full or flush() is waiting),
+            # so the worker wakes — and takes the GIL from the host — once per batch, not per event.
+            if batch[0] is not _STOP and self._schedule_delay > 0 and q.qsize() < self._batch_size:
+                self._urgent.wait(self._schedule_delay)  # returns at once while flush() waits
             while len(batch) < self._batch_size:
                 try:
                     batch.append(q.get_nowait())
@@ -414,13 +428,22 @@ class TriageManager:
             return True
         q = self._queue
         deadline = None if timeout is None else time.monotonic() + timeout
-        with q.all_tasks_done:
-            while q.unfinished_tasks:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                q.all_tasks_done.wait(remaining)
-        return True
+        with self._lock:
+            self._flushing += 1
+            self._urgent.set()
+        try:
+            with q.all_tasks_done:
+                while q.unfinished_tasks:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    q.all_tasks_done.wait(remaining)
+            return True
+        finally:
+            with self._lock:
+                self._flushing -= 1
+                if not self._flushing and not self._closed:
+                    self._urgent.clear()
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Flush, stop the worker and close the store if the manager opened it."""
@@ -428,6 +451,7 @@ class TriageManager:
             return
         self.flush(timeout)
         self._closed = True
+        self._urgent.set()
         if self._thread is not None and self._thread.is_alive():
             try:
                 self._queue.put(_STOP, timeout=1.0)

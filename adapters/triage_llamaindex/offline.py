@@ -1,0 +1,154 @@
+"""Deterministic offline stand-ins shaped as LlamaIndex components (DESIGN §5).
+
+Thin LlamaIndex wrappers around the core's offline parts (:mod:`triage_plugins.offline`):
+
+- :class:`OfflineLLM` — a ``CustomLLM`` answering the three prompts a PropertyGraphIndex sends:
+  triplet extraction (the core's rule-based :func:`~triage_plugins.offline.extractor.
+  extract_records` on the chunk found in the prompt, formatted by
+  :func:`~triage_plugins.offline.llm.format_llamaindex` as ``(subject, predicate, object)`` lines,
+  with per-token log-probabilities when ``logprobs=True``), synonym expansion (the capitalized
+  names of the query, ``^``-separated) and answering (extractive: from the first ``s -> p -> o``
+  line of the context, the endpoint the question does not name).
+- :class:`OfflineEmbedding` — the core's character n-gram
+  :class:`~triage_plugins.offline.embedder.HashingEmbedder` (``MockEmbedding`` gives every text the
+  same vector, so similarity would be meaningless).
+
+The log-probabilities are a fixed rule (``-0.01 × token length``), not a measurement: they exist
+so the log-probability path can be exercised and checked by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata, LogProb
+from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.llms import CustomLLM
+from llama_index.core.llms.callbacks import llm_completion_callback
+from pydantic import Field, PrivateAttr
+
+from triage_plugins.graph import normalize_label
+from triage_plugins.offline.embedder import HashingEmbedder
+from triage_plugins.offline.extractor import Record, extract_records
+from triage_plugins.offline.llm import find_chunk_text, format_llamaindex
+
+__all__ = ["OfflineEmbedding", "OfflineLLM", "token_logprob", "tokens"]
+
+_TOKEN = re.compile(r"\S+|\s+")
+_NAME = re.compile(r"[A-Z0-9][\w'&-]*(?: [A-Z0-9][\w'&-]*)*")
+_QUESTION_WORDS = frozenset(
+    {"who", "what", "where", "when", "which", "how", "why", "did", "does", "is", "tell"}
+)
+_CONTEXT_MARK = "Context information is below."
+
+
+def tokens(text: str) -> list[str]:
+    """The offline LLM's tokens: runs of non-space and runs of space."""
+    return _TOKEN.findall(text)
+
+
+def token_logprob(token: str) -> float:
+    """The offline LLM's log-probability of a token: ``-0.01 × len(token)``."""
+    return -0.01 * len(token)
+
+
+def _names(text: str) -> list[str]:
+    names = []
+    for run in _NAME.findall(text):
+        words = run.split()
+        while words and words[0].casefold() in _QUESTION_WORDS:
+            words = words[1:]
+        if words:
+            names.append(" ".join(words))
+    return names
+
+
+class OfflineLLM(CustomLLM):
+    """Scripted LLM for PropertyGraphIndex prompts (see the module docstring).
+
+    :param extractor: chunk text -> records (default: the core's rule-based extractor).
+    :param logprobs: attach per-token log-probabilities to extraction completions.
+    """
+
+    logprobs: bool = Field(default=True)
+    model_name: str = Field(default="triage-offline")
+    _extractor: Callable[[str], Sequence[Record]] = PrivateAttr()
+
+    def __init__(self, extractor: Callable[[str], Sequence[Record]] = extract_records, **data: Any) -> None:
+        super().__init__(**data)
+        self._extractor = extractor
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "OfflineLLM"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name=self.model_name, is_chat_model=False)
+
+    def _respond(self, prompt: str) -> CompletionResponse:
+        if "Triplets:" in prompt:
+            text = find_chunk_text(prompt)
+            out = format_llamaindex(self._extractor(text)) if text else ""
+            lps = (
+                [[LogProb(token=t, logprob=token_logprob(t))] for t in tokens(out)] if self.logprobs else None
+            )
+            return CompletionResponse(text=out, logprobs=lps)
+        if "KEYWORDS:" in prompt and "QUERY:" in prompt:
+            query = prompt.rsplit("QUERY:", 1)[1].split("----", 1)[0]
+            return CompletionResponse(text="^".join(_names(query)))
+        context, _, query = prompt.partition("Query:")
+        if _CONTEXT_MARK in context:
+            context = context.split(_CONTEXT_MARK, 1)[1]
+        asked = normalize_label(query)
+        for line in context.splitlines():
+            parts = [p.strip() for p in line.split(" -> ")]
+            if len(parts) == 3:
+                named = normalize_label(parts[2]) in asked
+                return CompletionResponse(text=parts[0] if named else parts[2])
+        return CompletionResponse(text="I don't know.")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return self._respond(prompt)
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        response = self._respond(prompt)
+
+        def gen() -> CompletionResponseGen:
+            yield CompletionResponse(text=response.text, delta=response.text, logprobs=response.logprobs)
+
+        return gen()
+
+
+class OfflineEmbedding(BaseEmbedding):
+    """The core's hashing embedder as a LlamaIndex embedding (stable across runs and processes)."""
+
+    dim: int = Field(default=128)
+    _embedder: HashingEmbedder = PrivateAttr()
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._embedder = HashingEmbedder(dim=self.dim)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "OfflineEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        return self._embedder.embed([text])[0].tolist()
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedder.embed(texts).tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)

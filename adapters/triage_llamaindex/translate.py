@@ -1,0 +1,239 @@
+"""LlamaIndex objects -> triage events: the pure translation layer of the adapter.
+
+Nothing here is computed beyond reading LlamaIndex's own data structures:
+
+- a property graph store's triplets become :class:`~triage_plugins.events.Triple` objects with
+  stable ids ``"subject|label|object"`` and each relation's **own** provenance
+  (``Relation.properties["triplet_source_id"]``), not the subject entity's, which LlamaIndex
+  overwrites with the last chunk mentioning the entity;
+- the text of retrieved nodes (``"s -> p -> o"`` lines, alone or under the ``include_text``
+  preamble) is parsed back into those triples by exact lookup of the rendered line;
+- a completion's token log-probabilities are sliced to the tokens inside one triple's record
+  (the ``(s, p, o)`` line), so TCS (TRIAGE §4.1.1) can be computed by the core.
+
+Targets llama-index-core 0.14.25.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage_plugins.events import Triple
+from triage_plugins.graph import GraphView
+
+__all__ = [
+    "KnownGraph",
+    "build_known_graph",
+    "chosen_token_offsets",
+    "entity_type",
+    "graph_fingerprint",
+    "parse_triples",
+    "record_span",
+    "store_triplets",
+    "triple_of",
+    "triple_logprobs",
+]
+
+TRIPLET_SOURCE_KEY = "triplet_source_id"  # llama_index.core.graph_stores.types.TRIPLET_SOURCE_KEY
+KG_SOURCE_REL = "SOURCE"  # llama_index.core.graph_stores.types.KG_SOURCE_REL
+GENERIC_ENTITY_LABEL = "entity"  # EntityNode's default label: carries no type
+ARROW = " -> "
+_ARROW_LINE = re.compile(r"^(.+?) -> (.+?) -> (.+)$")
+
+
+# --------------------------------------------------------------------------- graph store
+
+
+def entity_type(node: Any) -> str | None:
+    """The entity type LlamaIndex keeps in ``EntityNode.label`` (``None`` for the generic label)."""
+    label = getattr(node, "label", None)
+    if not isinstance(label, str) or not label.strip() or label == GENERIC_ENTITY_LABEL:
+        return None
+    return label
+
+
+def triple_of(subject: Any, relation: Any, obj: Any) -> Triple:
+    """The triage triple of one LlamaIndex triplet ``(EntityNode, Relation, EntityNode)``."""
+    return Triple.of(
+        subject.id,
+        relation.label,
+        obj.id,
+        subject_type=entity_type(subject),
+        object_type=entity_type(obj),
+    )
+
+
+def store_triplets(store: Any) -> list[tuple[Any, Any, Any]]:
+    """Every ``(EntityNode, Relation, EntityNode)`` triplet in a property graph store.
+
+    ``SimplePropertyGraphStore.get_triplets()`` returns nothing without a filter, so the in-memory
+    store is read through its public ``graph`` model; other stores through ``get`` + ``get_rel_map``.
+    """
+    graph = getattr(store, "graph", None)
+    if graph is not None and callable(getattr(graph, "get_triplets", None)):
+        triplets = graph.get_triplets()
+    else:
+        triplets = store.get_rel_map(store.get(), depth=1, limit=sys.maxsize, ignore_rels=[KG_SOURCE_REL])
+    return [t for t in triplets if t[1].label != KG_SOURCE_REL and _is_entity(t[0]) and _is_entity(t[2])]
+
+
+def _is_entity(node: Any) -> bool:
+    return hasattr(node, "name")  # EntityNode; ChunkNode has ``text`` instead
+
+
+def graph_fingerprint(store: Any) -> tuple[int, int] | None:
+    """A cheap change marker for the in-memory store (``None``: unknown, rebuild on request only)."""
+    graph = getattr(store, "graph", None)
+    triplets = getattr(graph, "triplets", None)
+    nodes = getattr(graph, "nodes", None)
+    if triplets is None or nodes is None:
+        return None
+    return (len(triplets), len(nodes))
+
+
+@dataclass
+class KnownGraph:
+    """The adapter's read-only snapshot of one property graph store.
+
+    :param view: the graph view sent in :class:`~triage_plugins.events.GraphEvent`.
+    :param by_line: rendered triplet line (both LlamaIndex renderings) -> triple.
+    :param sources: triple id -> chunk ids, the relation's own source first.
+    :param fingerprint: :func:`graph_fingerprint` at build time.
+    """
+
+    view: GraphView
+    by_line: dict[str, Triple]
+    sources: dict[str, tuple[str, ...]]
+    fingerprint: tuple[int, int] | None
+    grounder: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build_known_graph(store: Any, tap_sources: Mapping[str, Sequence[str]] | None = None) -> KnownGraph:
+    """Snapshot ``store``: triples, entity nodes, provenance and the line index for parsing.
+
+    Provenance of a triple is the relation's own ``triplet_source_id`` followed by every other chunk
+    the extraction tap saw yield the same triple (LlamaIndex keeps only the first relation).
+    """
+    tap_sources = tap_sources or {}
+    triples: list[Triple] = []
+    by_line: dict[str, Triple] = {}
+    sources: dict[str, tuple[str, ...]] = {}
+    for subject, relation, obj in store_triplets(store):
+        triple = triple_of(subject, relation, obj)
+        triples.append(triple)
+        by_line.setdefault(f"{subject.id}{ARROW}{relation.id}{ARROW}{obj.id}", triple)
+        by_line.setdefault(f"{subject!s}{ARROW}{relation!s}{ARROW}{obj!s}", triple)
+        chunk_ids: list[str] = []
+        own = relation.properties.get(TRIPLET_SOURCE_KEY)
+        if isinstance(own, str) and own:
+            chunk_ids.append(own)
+        chunk_ids.extend(c for c in tap_sources.get(triple.id, ()) if c not in chunk_ids)
+        if chunk_ids:
+            sources[triple.id] = tuple(chunk_ids)
+    graph = getattr(store, "graph", None)
+    if graph is not None and isinstance(getattr(graph, "nodes", None), Mapping):
+        entities = [node.id for node in graph.nodes.values() if _is_entity(node)]
+    else:
+        entities = []
+    view = GraphView(triples, nodes=entities, sources=sources)
+    return KnownGraph(view, by_line, sources, graph_fingerprint(store))
+
+
+def parse_triples(text: str, by_line: Mapping[str, Triple] | None) -> list[Triple]:
+    """Triples rendered in a retrieved node's text, in order of appearance, without repeats.
+
+    With a known graph, only lines that render a stored triplet count (chunk text that happens to
+    contain an arrow is ignored); without one, plain ``s -> p -> o`` lines are read as they are.
+    """
+    found: list[Triple] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        if ARROW not in line:
+            continue
+        line = line.strip()
+        if by_line is not None:
+            triple = by_line.get(line)
+        else:
+            match = _ARROW_LINE.match(line)
+            triple = Triple.of(*(part.strip() for part in match.groups())) if match else None
+        if triple is not None and triple.id not in seen:
+            seen.add(triple.id)
+            found.append(triple)
+    return found
+
+
+# --------------------------------------------------------------------------- log-probabilities
+
+
+def chosen_token_offsets(text: str, logprobs: Sequence[Sequence[Any]]) -> list[tuple[int, int, float]] | None:
+    """``(start, end, logprob)`` of the sampled token at each position of a completion.
+
+    LlamaIndex's ``logprobs`` hold, per position, a list of ``LogProb(token, logprob)`` candidates
+    (OpenAI's top-logprobs); the sampled token is the candidate that continues ``text`` at the
+    current offset. ``None`` when the tokens cannot be aligned with the text (then no triple gets
+    log-probabilities rather than wrong ones).
+    """
+    offsets: list[tuple[int, int, float]] = []
+    pos = 0
+    for candidates in logprobs:
+        if not candidates:
+            return None
+        chosen = next((c for c in candidates if c.token and text.startswith(c.token, pos)), None)
+        if chosen is None:
+            return None
+        end = pos + len(chosen.token)
+        offsets.append((pos, end, float(chosen.logprob)))
+        pos = end
+    return offsets
+
+
+def record_span(text: str, triple: Triple, used: set[int] | None = None) -> tuple[int, int] | None:
+    """Character span of the completion line that holds ``triple``'s record.
+
+    A line is the record when LlamaIndex's own triplet parser reads exactly that triple from it
+    (``default_parse_triplets_fn``, which capitalizes), else when it names subject, predicate and
+    object (case-insensitively). Lines already in ``used`` (start offsets) are skipped.
+    """
+    from llama_index.core.indices.property_graph.utils import default_parse_triplets_fn
+
+    want = (triple.subject, triple.predicate, triple.object)
+    lowered = tuple(part.casefold() for part in want)
+    fallback: tuple[int, int] | None = None
+    start = 0
+    for line in text.split("\n"):
+        end = start + len(line)
+        if line.strip() and (used is None or start not in used):
+            if default_parse_triplets_fn(line) == [want]:
+                return (start, end)
+            folded = line.casefold()
+            if fallback is None and all(part in folded for part in lowered):
+                fallback = (start, end)
+        start = end + 1
+    return fallback
+
+
+def triple_logprobs(
+    text: str, logprobs: Sequence[Sequence[Any]] | None, triples: Iterable[Triple]
+) -> dict[str, tuple[float, ...] | None]:
+    """Per triple id, the log-probabilities of the sampled tokens overlapping its record line."""
+    triples = list(triples)
+    if not logprobs:
+        return {t.id: None for t in triples}
+    offsets = chosen_token_offsets(text, logprobs)
+    out: dict[str, tuple[float, ...] | None] = {}
+    used: set[int] = set()
+    for triple in triples:
+        span = record_span(text, triple, used) if offsets is not None else None
+        if span is None:
+            out[triple.id] = None
+            continue
+        used.add(span[0])
+        lo, hi = span
+        values = tuple(min(lp, 0.0) for s, e, lp in offsets if s < hi and e > lo)
+        out[triple.id] = values or None
+    return out
