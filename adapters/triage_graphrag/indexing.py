@@ -1,0 +1,367 @@
+"""Index instrumentation for GraphRAG 3.3: a registered workflow and a logprob-recording model type.
+
+``observe_index(config)`` returns an :class:`IndexObservation` whose ``config`` is a copy of the
+user's configuration with three changes, all through GraphRAG's public extension points:
+
+1. ``snapshots.raw_graph = True``, so ``raw_relationships`` keeps every chunk's relationship
+   descriptions aligned with ``text_unit_ids`` (the per-chunk triples of TRIAGE §4.1);
+2. a workflow registered with ``PipelineFactory.register`` and appended to ``workflows``: after
+   the standard pipeline it reads the output tables and emits one **extraction** event per text
+   unit and one **graph** event (entities, relationships with their text units);
+3. the extraction model is wrapped by the completion type :data:`LOGPROB_TYPE` (registered with
+   ``graphrag_llm.completion.register_completion``): it builds the user's configured model, asks
+   it for ``logprobs`` on graph-extraction prompts only, and records the token log-probabilities of
+   each relationship record, joined back to the text unit on the stripped chunk text (GraphRAG
+   strips the chunk before formatting the prompt). Models that return no log-probabilities leave
+   TCS N/A.
+
+``graphrag index`` (the CLI) takes no callbacks and does not know the workflow: run
+``python -m triage_graphrag index --root DIR`` instead, which installs the same observation.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from triage_graphrag.tables import GraphTables, RecordLogprobs, extraction_events, record_logprobs
+
+if TYPE_CHECKING:
+    from graphrag.config.models.graph_rag_config import GraphRagConfig
+
+    from triage_plugins.manager import TriageManager
+    from triage_plugins.store import Store
+
+__all__ = ["LOGPROB_TYPE", "IndexObservation", "LogprobRecorder", "observe_index"]
+
+log = logging.getLogger("triage.graphrag.indexing")
+
+LOGPROB_TYPE = "triage_logprobs"
+EXTRACTION_MODEL_ID = "triage_extraction_model"
+_INNER = "triage_inner_type"
+_RECORDER = "triage_recorder"
+
+_recorders: dict[str, LogprobRecorder] = {}
+_lock = threading.Lock()
+
+
+# --------------------------------------------------------------------------- logprob recording
+
+
+@dataclass
+class LogprobRecorder:
+    """Collects the relationship records (with token log-probs) of extraction completions, per chunk text.
+
+    :param prefix: the extraction prompt up to the chunk text (entity types filled in).
+    :param suffix: the extraction prompt after the chunk text.
+    """
+
+    prefix: str
+    suffix: str
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    records: dict[str, list[RecordLogprobs]] = field(default_factory=dict)
+    calls: int = 0
+    with_logprobs: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def chunk_text(self, prompt: str) -> str | None:
+        """The chunk text inside an extraction prompt, or ``None`` when ``prompt`` is not one."""
+        fits = len(prompt) >= len(self.prefix) + len(self.suffix)
+        if fits and prompt.startswith(self.prefix) and prompt.endswith(self.suffix):
+            return prompt[len(self.prefix) : len(prompt) - len(self.suffix)]
+        return None
+
+    def record(self, text: str, content: str, logprobs: Any) -> None:
+        tokens = _tokens(logprobs)
+        with self._lock:
+            self.calls += 1
+            if tokens is None:
+                return
+            self.with_logprobs += 1
+            self.records.setdefault(text, []).extend(record_logprobs(content, tokens))
+
+    def by_text_unit(self, text_units: Any) -> dict[str, list[RecordLogprobs]]:
+        """Text unit id -> records, joining on the stripped chunk text."""
+        out: dict[str, list[RecordLogprobs]] = {}
+        for row in text_units.itertuples(index=False):
+            recs = self.records.get(str(row.text).strip())
+            if recs:
+                out[str(row.id)] = recs
+        return out
+
+
+def _tokens(logprobs: Any) -> list[tuple[str, float]] | None:
+    content = getattr(logprobs, "content", None) if logprobs is not None else None
+    if content is None and isinstance(logprobs, dict):
+        content = logprobs.get("content")
+    if not content:
+        return None
+    out = []
+    for t in content:
+        token = t.get("token") if isinstance(t, dict) else getattr(t, "token", None)
+        lp = t.get("logprob") if isinstance(t, dict) else getattr(t, "logprob", None)
+        if token is None or lp is None:
+            return None
+        out.append((str(token), min(0.0, float(lp))))
+    return out
+
+
+def _text_of(message: Any) -> str:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", "")
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+class LogprobCompletion:
+    """A completion model type wrapping the user's configured model (registered as :data:`LOGPROB_TYPE`).
+
+    The model config carries ``triage_inner_type`` (the wrapped type) and ``triage_recorder`` (the
+    :class:`LogprobRecorder` key). Every call is delegated unchanged, except graph-extraction prompts
+    (first user message is an extraction prompt, and the turn is not gleaning's yes/no question): those
+    get ``logprobs=True`` and their completion is recorded.
+    """
+
+    def __init__(
+        self, *, model_config: Any, tokenizer: Any, cache: Any = None, cache_key_creator: Any = None, **_: Any
+    ) -> None:
+        from graphrag_llm.completion import create_completion
+        from graphrag_llm.config import ModelConfig
+
+        extra = dict(model_config.model_extra or {})
+        self._recorder = _recorders.get(str(extra.get(_RECORDER)))
+        data = {k: v for k, v in model_config.model_dump().items() if not k.startswith("triage_")}
+        data["type"] = extra.get(_INNER) or "litellm"
+        self._inner = create_completion(
+            ModelConfig(**data), cache=cache, cache_key_creator=cache_key_creator, tokenizer=tokenizer
+        )
+
+    def _extraction(self, kwargs: dict[str, Any]) -> str | None:
+        if self._recorder is None or kwargs.get("stream"):
+            return None
+        messages = kwargs.get("messages")
+        if isinstance(messages, str):
+            return self._recorder.chunk_text(messages)
+        users = [
+            _text_of(m) for m in messages or () if (m.get("role") if isinstance(m, dict) else None) == "user"
+        ]
+        if not users or (len(users) > 1 and users[-1].startswith("It appears some entities")):
+            return None
+        return self._recorder.chunk_text(users[0])
+
+    def completion(self, /, **kwargs: Any) -> Any:
+        text = self._extraction(kwargs)
+        if text is None:
+            return self._inner.completion(**kwargs)
+        kwargs.setdefault("logprobs", True)
+        response = self._inner.completion(**kwargs)
+        self._keep(text, response)
+        return response
+
+    async def completion_async(self, /, **kwargs: Any) -> Any:
+        text = self._extraction(kwargs)
+        if text is None:
+            return await self._inner.completion_async(**kwargs)
+        kwargs.setdefault("logprobs", True)
+        response = await self._inner.completion_async(**kwargs)
+        self._keep(text, response)
+        return response
+
+    def _keep(self, text: str, response: Any) -> None:
+        try:
+            choice = response.choices[0]
+            self._recorder.record(text, choice.message.content or "", getattr(choice, "logprobs", None))  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001 - recording must never break indexing
+            log.warning("could not record extraction log-probabilities: %s", exc)
+
+    @property
+    def metrics_store(self) -> Any:
+        return self._inner.metrics_store
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._inner.tokenizer
+
+
+_registered = False
+
+
+def register_logprob_completion() -> None:
+    """Register :data:`LOGPROB_TYPE` with ``graphrag_llm``'s completion factory (idempotent)."""
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        from graphrag_llm.completion import LLMCompletion, register_completion
+
+        cls = type(
+            "LogprobCompletion",
+            (LogprobCompletion, LLMCompletion),
+            {"__init__": LogprobCompletion.__init__, "__module__": __name__},
+        )
+        register_completion(LOGPROB_TYPE, cls)
+        _registered = True
+
+
+# --------------------------------------------------------------------------- the observation
+
+
+@dataclass
+class IndexObservation:
+    """What :func:`observe_index` installed: pass ``config`` (and ``callbacks``) to ``build_index``.
+
+    :ivar config: the observed copy of the configuration.
+    :ivar callbacks: workflow callbacks for ``build_index(callbacks=...)`` (none are needed today;
+        kept so call sites need not change when some are).
+    :ivar workflow: the name of the registered workflow.
+    :ivar recorder: the log-probability recorder of the extraction model (``None`` when disabled).
+    :ivar events: counts of emitted events by kind, after the run.
+    """
+
+    config: GraphRagConfig
+    manager: TriageManager
+    workflow: str
+    recorder: LogprobRecorder | None
+    run_id: str
+    callbacks: list[Any] = field(default_factory=list)
+    events: dict[str, int] = field(default_factory=dict)
+    tables: GraphTables | None = None
+
+    def close(self) -> None:
+        """Unregister the workflow and the recorder."""
+        from graphrag.index.workflows.factory import PipelineFactory
+
+        PipelineFactory.workflows.pop(self.workflow, None)
+        if self.recorder is not None:
+            _recorders.pop(self.recorder.key, None)
+
+    async def _run(self, config: Any, context: Any) -> Any:
+        """The registered workflow: read the output tables, emit extraction and graph events."""
+        from graphrag.index.typing.workflow import WorkflowFunctionOutput
+
+        try:
+            await self._emit(context.output_table_provider)
+        except Exception as exc:  # noqa: BLE001 - instrumentation never breaks the host
+            log.warning("triage observation of the GraphRAG index failed: %s", exc, exc_info=exc)
+        return WorkflowFunctionOutput(result=None)
+
+    async def _emit(self, provider: Any) -> None:
+        async def table(name: str) -> Any:
+            return await provider.read_dataframe(name) if await provider.has(name) else None
+
+        entities = await table("entities")
+        relationships = await table("relationships")
+        text_units = await table("text_units")
+        communities = await table("communities")
+        raw = await table("raw_relationships")
+        if entities is None or relationships is None or text_units is None:
+            log.warning("GraphRAG output has no entities/relationships/text_units table; nothing to observe")
+            return
+        tables = GraphTables.from_frames(entities, relationships, text_units, communities)
+        self.tables = tables
+        logprobs = self.recorder.by_text_unit(text_units) if self.recorder is not None else None
+        model = self.config.get_completion_model_config(self.config.extract_graph.completion_model_id).model
+        if raw is not None:
+            for event in extraction_events(
+                raw,
+                text_units,
+                run_id=self.run_id,
+                entity_types=tables.entity_types,
+                logprobs=logprobs,
+                model=model,
+            ):
+                self.manager.emit_extraction(event)
+                self.events["extraction"] = self.events.get("extraction", 0) + 1
+        else:
+            log.warning("no raw_relationships snapshot (snapshots.raw_graph is off): no extraction events")
+        self.manager.emit_graph(tables.graph_event())
+        self.events["graph"] = self.events.get("graph", 0) + 1
+
+
+def _load(config_or_root: Any) -> GraphRagConfig:
+    from graphrag.config.models.graph_rag_config import GraphRagConfig
+
+    if isinstance(config_or_root, GraphRagConfig):
+        return config_or_root
+    if isinstance(config_or_root, str | os.PathLike):
+        from graphrag.config.load_config import load_config
+
+        return load_config(root_dir=Path(config_or_root))
+    from triage_plugins.errors import ConfigError
+
+    raise ConfigError(
+        f"observe_index takes a GraphRagConfig or a project root, got {type(config_or_root).__name__}"
+    )
+
+
+def _manager(store: Store | str | os.PathLike[str] | None, manager: TriageManager | None) -> TriageManager:
+    from triage_graphrag.query import manager_for
+
+    return manager_for(store, manager)
+
+
+def observe_index(
+    config_or_root: GraphRagConfig | str | os.PathLike[str],
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    manager: TriageManager | None = None,
+    logprobs: bool = True,
+    method: str = "standard",
+) -> IndexObservation:
+    """Instrument a GraphRAG indexing run (``graphrag.api.build_index``).
+
+    ::
+
+        obs = observe_index(config, store="triage.sqlite")
+        await graphrag.api.build_index(obs.config, callbacks=obs.callbacks)
+
+    :param config_or_root: a ``GraphRagConfig`` (not modified) or a project root with settings.yaml.
+    :param store: where the default manager records events (ignored when ``manager`` is given).
+    :param manager: the :class:`~triage_plugins.manager.TriageManager` to emit to.
+    :param logprobs: wrap the extraction model to record token log-probabilities.
+    :param method: the indexing method whose pipeline is observed (``"standard"``, ``"fast"``,
+        ``"standard-update"`` ...), used when the config names no ``workflows`` of its own.
+    :return: the observation; its ``config`` is the instrumented copy to index with.
+    """
+    from graphrag.index.workflows.factory import PipelineFactory
+
+    base = _load(config_or_root)
+    mgr = _manager(store, manager)
+    config = base.model_copy(deep=True)
+    config.snapshots.raw_graph = True
+    recorder: LogprobRecorder | None = None
+    if logprobs:
+        register_logprob_completion()
+        model_id = config.extract_graph.completion_model_id
+        model = config.get_completion_model_config(model_id)
+        if model.type != LOGPROB_TYPE:
+            types = config.extract_graph.entity_types
+            template = config.extract_graph.resolved_prompts().extraction_prompt
+            sentinel = "\x00TRIAGE\x00"
+            prefix, _, suffix = template.format(input_text=sentinel, entity_types=",".join(types)).partition(
+                sentinel
+            )
+            recorder = LogprobRecorder(prefix, suffix)
+            _recorders[recorder.key] = recorder
+            data = model.model_dump()
+            data.update({"type": LOGPROB_TYPE, _INNER: model.type, _RECORDER: recorder.key})
+            config.completion_models[EXTRACTION_MODEL_ID] = type(model)(**data)
+            config.extract_graph.completion_model_id = EXTRACTION_MODEL_ID
+    run_id = f"graphrag-index-{uuid.uuid4().hex[:12]}"
+    obs = IndexObservation(config, mgr, f"triage_observe_{uuid.uuid4().hex[:8]}", recorder, run_id)
+    PipelineFactory.register(obs.workflow, obs._run)
+    workflows = config.workflows or list(PipelineFactory.pipelines.get(method, []))
+    if not workflows:
+        from triage_plugins.errors import ConfigError
+
+        raise ConfigError(
+            f"GraphRAG has no indexing method {method!r}; known: {sorted(PipelineFactory.pipelines)}"
+        )
+    config.workflows = [*workflows, obs.workflow]
+    log.debug("observing GraphRAG index with workflow %s", obs.workflow)
+    return obs

@@ -1,0 +1,263 @@
+"""EvoRAG contribution scores written into GraphRAG 3.3's own ranking knobs (EvoRAG §4.2, §6.12).
+
+Reweighting is opt-in (``TriageConfig(reweight=True)``): every function here asks
+``manager.rerank(RerankRequest(...))`` and leaves GraphRAG untouched when no plugin answers.
+
+**Triplet level (local search).** Local search ranks a selected entity's relationships by
+``rank = int(combined_degree)`` (the ``weight`` column is display-only): in-network relationships
+all enter the context in rank order, out-of-network ones are sorted by (links, rank) and cut at
+``top_k_relationships × |selected entities|``. :func:`reweight_relationships` sends every
+relationship with S_r = combined_degree / max combined_degree, and writes P back as an integer
+``combined_degree = level(P) · (max_degree + 1) + combined_degree``, where level(P) ∈ [0, 10⁶] is P
+min-max scaled and rounded: P decides, and where P ties (to 10⁻⁶) GraphRAG's own degree order
+stands, so equal scores reproduce GraphRAG's ranking exactly. The whole frame is sent because the
+selected entities are only known inside the search; GraphRAG itself converts the whole frame on
+every query (``read_indexer_relationships``), so the cost is of the same order.
+
+**Chunk level (local search).** :func:`mixed_context_class` returns a ``LocalSearchMixedContext``
+subclass whose ``_build_text_unit_context`` collects the same candidate text units (those of the
+selected entities), sends them in GraphRAG's order (entity order, then relationship count) with
+S_r = 1 − i/n, and orders them by P (ties keep GraphRAG's order) before the token budget cuts.
+It is installed on the engine built by GraphRAG's public factory (no GraphRAG file is edited).
+
+**Global search.** :func:`reweight_reports` sets each community report's occurrence weight — the
+first key GraphRAG sorts a batch of reports by — to the mean P of the report's relationships
+(S_r = the report's own normalized occurrence weight), or of its text units when the plugin scores
+chunks; ``top_k`` keeps only the best reports. With equal scores the order is GraphRAG's.
+
+What scores cannot do: they only reorder (or drop) candidates GraphRAG already selected — the
+entities local search picks by embedding similarity, the relationships and text units attached to
+them, the reports at the chosen community level. A triple of an entity that was not selected is
+never brought in; in-network relationships are never cut by the ``top_k_relationships`` budget
+(only by the token budget); global search shuffles reports across batches with a fixed seed before
+sorting inside each batch, so with several batches P orders reports within a batch only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from triage_graphrag.tables import FRAMEWORK, GraphTables
+from triage_plugins.events import RerankRequest
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from triage_plugins.manager import TriageManager
+
+__all__ = ["LEVELS", "mixed_context_class", "priority_ranks", "reweight_relationships", "reweight_reports"]
+
+log = logging.getLogger("triage.graphrag.reweight")
+
+LEVELS = 1_000_000
+
+
+def priority_ranks(priorities: Sequence[float], degrees: Sequence[float]) -> list[int]:
+    """Integer ranks ordering by P first and by the original degree where P ties (see module docstring)."""
+    p = [float(x) for x in priorities]
+    deg = [max(0, int(d)) for d in degrees]
+    low, high = min(p, default=0.0), max(p, default=0.0)
+    spread = high - low
+    base = max(deg, default=0) + 1
+    levels = [round((x - low) / spread * LEVELS) if spread > 0 else 0 for x in p]
+    return [level * base + d for level, d in zip(levels, deg, strict=True)]
+
+
+def _rerank(
+    manager: TriageManager,
+    query: str,
+    unit: str,
+    ids: Sequence[str],
+    relevance: Sequence[float],
+    query_id: str | None,
+) -> list[float] | None:
+    if not ids:
+        return None
+    request = RerankRequest(FRAMEWORK, query, unit, tuple(ids), tuple(relevance), query_id)  # type: ignore[arg-type]
+    return manager.rerank(request)
+
+
+def reweight_relationships(
+    relationships: pd.DataFrame,
+    tables: GraphTables,
+    manager: TriageManager,
+    query: str,
+    query_id: str | None = None,
+) -> pd.DataFrame | None:
+    """A copy of ``relationships`` whose ``combined_degree`` follows P, or ``None`` when no plugin answers."""
+    if tables.frame_id == id(relationships) and len(tables.row_ids) == len(relationships):
+        ids: list[str | None] = list(tables.row_ids)  # the frame the tables were built from
+        degrees = [0.0 if math.isnan(d) else d for d in tables.row_degrees]
+    else:
+        pairs = zip(relationships["source"].tolist(), relationships["target"].tolist(), strict=True)
+        ids = [tables.by_pair.get((str(s), str(t))) for s, t in pairs]
+        degrees = [
+            0.0 if (d is None or math.isnan(float(d))) else float(d)
+            for d in relationships["combined_degree"].tolist()
+        ]
+    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+        log.warning("relationships frame does not match the observed tables; not reweighted")
+        return None
+    top = max(degrees, default=0.0) or 1.0
+    relevance = [min(1.0, max(0.0, d / top)) for d in degrees]
+    priorities = _rerank(manager, query, "triple", ids, relevance, query_id)  # type: ignore[arg-type]
+    if priorities is None:
+        return None
+    out = relationships.copy()
+    out["combined_degree"] = priority_ranks(priorities, degrees)
+    return out
+
+
+def reweight_reports(
+    reports: list[Any],
+    tables: GraphTables,
+    manager: TriageManager,
+    query: str,
+    *,
+    weight_name: str = "occurrence weight",
+    top_k: int | None = None,
+) -> list[Any] | None:
+    """Set each report's ``weight_name`` attribute to its mean P (in place); ``None`` when no plugin answers.
+
+    Reports must already carry GraphRAG's occurrence weight in ``attributes[weight_name]`` (its
+    S_r). Returns the reports to keep, best first (all of them unless ``top_k``).
+    """
+    scored: list[tuple[float, int, Any]] = []
+    answered = False
+    weights = [float((r.attributes or {}).get(weight_name, 0.0) or 0.0) for r in reports]
+    top = max(weights, default=0.0) or 1.0
+    for i, (report, weight) in enumerate(zip(reports, weights, strict=True)):
+        key = str(report.community_id)
+        s_r = min(1.0, max(0.0, weight / top))
+        value = weight
+        for unit, ids in (
+            ("triple", tables.community_triples.get(key, ())),
+            ("chunk", tables.community_units.get(key, ())),
+        ):
+            ids = tuple(dict.fromkeys(ids))
+            p = _rerank(manager, query, unit, ids, [s_r] * len(ids), None)
+            if p is not None:
+                value = sum(p) / len(p)
+                answered = True
+                break
+        scored.append((value, i, report))
+    if not answered:
+        return None
+    for value, _, report in scored:
+        report.attributes = dict(report.attributes or {})
+        report.attributes[weight_name] = value
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    kept = [r for _, _, r in scored]
+    return kept[:top_k] if top_k is not None else kept
+
+
+_CONTEXT_CLASS: type | None = None
+
+
+def mixed_context_class() -> type:
+    """The ``LocalSearchMixedContext`` subclass ordering text units by P (built on first use)."""
+    global _CONTEXT_CLASS
+    if _CONTEXT_CLASS is not None:
+        return _CONTEXT_CLASS
+    from copy import deepcopy
+
+    import pandas as pd
+    from graphrag.query.context_builder.source_context import build_text_unit_context, count_relationships
+    from graphrag.query.input.retrieval.text_units import get_candidate_text_units
+    from graphrag.query.structured_search.local_search.mixed_context import LocalSearchMixedContext
+
+    class TriageMixedContext(LocalSearchMixedContext):
+        """Local-search context whose text units follow the contribution priority P (chunk level)."""
+
+        triage_manager: Any = None
+        triage_query_id: str | None = None
+        triage_query: str = ""
+
+        @classmethod
+        def from_builder(
+            cls, builder: LocalSearchMixedContext, manager: Any, query_id: str | None
+        ) -> TriageMixedContext:
+            """A copy of GraphRAG's context builder with this class's text-unit ordering."""
+            new = cls.__new__(cls)
+            new.__dict__.update(builder.__dict__)
+            new.triage_manager = manager
+            new.triage_query_id = query_id
+            return new
+
+        def build_context(self, query: str, *args: Any, **kwargs: Any) -> Any:
+            self.triage_query = query
+            return super().build_context(query, *args, **kwargs)
+
+        def _build_text_unit_context(
+            self,
+            selected_entities: list[Any],
+            max_context_tokens: int = 8000,
+            return_candidate_context: bool = False,
+            column_delimiter: str = "|",
+            context_name: str = "Sources",
+        ) -> tuple[str, dict[str, pd.DataFrame]]:
+            # GraphRAG 3.3's candidate collection and order, verbatim; then the order follows P.
+            if not selected_entities or not self.text_units:
+                return ("", {context_name.lower(): pd.DataFrame()})
+            text_unit_ids_set = set()
+            unit_info_list = []
+            relationship_values = list(self.relationships.values())
+            for index, entity in enumerate(selected_entities):
+                entity_relationships = [
+                    rel
+                    for rel in relationship_values
+                    if rel.source == entity.title or rel.target == entity.title
+                ]
+                for text_id in entity.text_unit_ids or []:
+                    if text_id not in text_unit_ids_set and text_id in self.text_units:
+                        selected_unit = deepcopy(self.text_units[text_id])
+                        num_relationships = count_relationships(entity_relationships, selected_unit)
+                        text_unit_ids_set.add(text_id)
+                        unit_info_list.append((selected_unit, index, num_relationships))
+            unit_info_list.sort(key=lambda x: (x[1], -x[2]))
+            selected_text_units = [unit[0] for unit in unit_info_list]
+            n = len(selected_text_units)
+            if n and self.triage_manager is not None:
+                try:
+                    p = _rerank(
+                        self.triage_manager,
+                        self.triage_query,
+                        "chunk",
+                        [u.id for u in selected_text_units],
+                        [1.0 - i / (2 * n) for i in range(n)],
+                        self.triage_query_id,
+                    )
+                except Exception as exc:  # noqa: BLE001 - reweighting never breaks the search
+                    log.warning("chunk reweighting skipped: %s", exc)
+                    p = None
+                if p is not None:
+                    order = sorted(range(n), key=lambda i: (-p[i], i))
+                    selected_text_units = [selected_text_units[i] for i in order]
+            context_text, context_data = build_text_unit_context(
+                text_units=selected_text_units,
+                tokenizer=self.tokenizer,
+                max_context_tokens=max_context_tokens,
+                shuffle_data=False,
+                context_name=context_name,
+                column_delimiter=column_delimiter,
+            )
+            if return_candidate_context:
+                candidate = get_candidate_text_units(
+                    selected_entities=selected_entities, text_units=list(self.text_units.values())
+                )
+                key = context_name.lower()
+                if key not in context_data:
+                    candidate["in_context"] = False
+                    context_data[key] = candidate
+                elif "id" in candidate.columns and "id" in context_data[key].columns:
+                    candidate["in_context"] = candidate["id"].isin(context_data[key]["id"])
+                    context_data[key] = candidate
+                else:
+                    context_data[key]["in_context"] = True
+            return (str(context_text), context_data)
+
+    _CONTEXT_CLASS = TriageMixedContext
+    return TriageMixedContext
