@@ -34,8 +34,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 def build(root: Path, seed: int) -> None:
     import graphrag.api as api
-    from triage_graphrag.offline import offline_config
 
+    from triage_graphrag.offline import offline_config
     from triage_plugins.offline.world import generate_world
 
     if (root / "output" / "relationships.parquet").exists():
@@ -59,7 +59,6 @@ def main() -> None:
 
     import graphrag.api as api
     import pandas as pd
-    import triage_graphrag
     from graphrag.callbacks.noop_query_callbacks import NoopQueryCallbacks
     from graphrag.config.embeddings import entity_description_embedding
     from graphrag.query.factory import get_local_search_engine
@@ -70,8 +69,9 @@ def main() -> None:
         read_indexer_text_units,
     )
     from graphrag.utils.api import get_embedding_store
-    from triage_graphrag.offline import offline_config
 
+    import triage_graphrag
+    from triage_graphrag.offline import offline_config
     from triage_plugins.config import TriageConfig
     from triage_plugins.manager import TriageManager
     from triage_plugins.offline.world import generate_world

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.schema import TextNode
+
 from triage_llamaindex import instrument
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM
-
 from triage_plugins.manager import TriageManager
 from triage_plugins.offline.world import generate_world
 

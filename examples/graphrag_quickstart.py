@@ -17,9 +17,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm stays o
 
 import graphrag.api as api
 import pandas as pd
+
 from triage_graphrag import feedback, local_search, observe_index
 from triage_graphrag.offline import offline_config
-
 from triage_plugins.config import TriageConfig
 from triage_plugins.manager import TriageManager
 

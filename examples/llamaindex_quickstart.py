@@ -22,9 +22,9 @@ from llama_index.core.indices.property_graph import LLMSynonymRetriever
 from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import TextNode
+
 from triage_llamaindex import TriageExtractionTap, TriageLLMPathExtractor, TriagePostprocessor, instrument
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM
-
 from triage_plugins.config import TriageConfig
 from triage_plugins.manager import TriageManager
 

@@ -57,9 +57,11 @@ def _main(
         bool, typer.Option("--verbose", "-v", help="Log what the plugins do (INFO level).")
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # Frameworks (GraphRAG) set INFO on their own loggers; the handler decides what is shown.
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 @contextmanager

@@ -56,6 +56,7 @@ def _tid(source: str, target: str, units: list[str]) -> str:
 def index(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     import graphrag.api as api
     import pandas as pd
+
     from triage_graphrag import observe_index
     from triage_graphrag.offline import offline_config
 
@@ -279,6 +280,7 @@ def test_local_search_events_map_context_to_stable_ids(index) -> None:
 
 def test_user_supplied_callbacks_on_plain_graphrag(index) -> None:
     import graphrag.api as api
+
     from triage_graphrag import query_callbacks
 
     f = index.frames
@@ -498,6 +500,7 @@ def test_feedback_through_the_learner_changes_global_report_order(index) -> None
 def test_triple_ids_survive_reindexing(index, tmp_path) -> None:
     import graphrag.api as api
     import pandas as pd
+
     from triage_graphrag import observe_index
     from triage_graphrag.offline import offline_config
 
@@ -540,7 +543,6 @@ extract_graph: {max_gleanings: 1}
 def test_observed_index_command_from_a_project_root(tmp_path) -> None:
     """``python -m triage_graphrag index`` on a settings.yaml project, with one gleaning round."""
     from triage_graphrag.__main__ import main
-
     from triage_plugins.store import Store
 
     (tmp_path / "input").mkdir()

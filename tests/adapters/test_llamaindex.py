@@ -36,6 +36,7 @@ from llama_index.core.instrumentation.dispatcher import instrument_tags  # noqa:
 from llama_index.core.llms.callbacks import llm_chat_callback  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode  # noqa: E402
+
 from triage_llamaindex import (  # noqa: E402
     TriageExtractionTap,
     TriageLLMPathExtractor,
@@ -47,7 +48,6 @@ from triage_llamaindex import (  # noqa: E402
 )
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM  # noqa: E402
 from triage_llamaindex.translate import chosen_token_offsets, parse_triples  # noqa: E402
-
 from triage_plugins import hookimpl  # noqa: E402
 from triage_plugins.events import Triple  # noqa: E402
 from triage_plugins.manager import TriageManager  # noqa: E402
@@ -256,7 +256,6 @@ def test_instrument_adds_two_handlers_once_and_uninstrument_removes_exactly_them
         assert again is inst
         assert len(root.event_handlers) == len(before_events) + 1
         from triage_llamaindex.instrumentation import Instrumentation
-
         from triage_plugins.errors import ConfigError
 
         with pytest.raises(ConfigError, match="another triage instrumentation"):
