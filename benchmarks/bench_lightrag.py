@@ -35,9 +35,9 @@ async def run(
     n_queries: int, seed: int, bare: bool = False, block: int = 5, catch_up: bool = True
 ) -> dict[str, tuple[float, float, float, int]]:
     from lightrag import QueryParam
+
     from triage_lightrag import instrument
     from triage_lightrag.testing import build_rag
-
     from triage_plugins.manager import TriageManager
     from triage_plugins.offline.world import generate_world
 

@@ -1,0 +1,190 @@
+"""Offline stand-ins that let a real LightRAG 1.5.7 instance run without a network (DESIGN §5).
+
+Used by the adapter's tests, example and benchmark; useful to anyone who wants to try the adapter
+before wiring a real model:
+
+- :class:`ByteTokenizer`: one token per UTF-8 byte (LightRAG's default tokenizer downloads tiktoken
+  data, so an explicit one is required offline);
+- :func:`hashing_embedding`: the core's :class:`~triage_plugins.offline.embedder.HashingEmbedder`
+  wrapped in LightRAG's ``EmbeddingFunc``;
+- :class:`ScriptedLightRAGLLM`: an ``llm_model_func`` that answers LightRAG's prompts — extraction
+  (the core's rule-based extractor, formatted as LightRAG ``<|#|>`` records), keyword JSON,
+  description summaries and a plain answer built from the retrieved context;
+- :func:`build_rag`: a fresh, initialized instance in its own ``working_dir`` and ``workspace``.
+
+Importing this module imports LightRAG (never ``lightrag.llm.*``, which pip-installs at import).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from triage_lightrag.logprobs import LogprobText, capture_logprobs
+from triage_plugins.offline.embedder import HashingEmbedder
+from triage_plugins.offline.llm import ScriptedLLM
+
+__all__ = ["ByteTokenizer", "ScriptedLightRAGLLM", "build_rag", "hashing_embedding", "offline_tokenizer"]
+
+_NAME = re.compile(r"[A-Z0-9][\w'&-]*(?: [A-Z0-9][\w'&-]*)*")
+_WORD = re.compile(r"\b[a-z]{4,}\b")
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        "what which where when who whom whose that this with from have does did also were was been "
+        "into about than then them they their there is the and for are",
+    )
+)
+
+
+class ByteTokenizer:
+    """One token per UTF-8 byte: deterministic, thread-safe, survives ``copy.deepcopy``."""
+
+    def encode(self, content: str) -> list[int]:
+        return list(content.encode("utf-8"))
+
+    def decode(self, tokens: list[int]) -> str:
+        return bytes(tokens).decode("utf-8", errors="ignore")
+
+
+def offline_tokenizer() -> Any:
+    """LightRAG's ``Tokenizer`` over :class:`ByteTokenizer`."""
+    from lightrag.utils import Tokenizer
+
+    return Tokenizer("bytes", ByteTokenizer())
+
+
+def hashing_embedding(dim: int = 128) -> Any:
+    """LightRAG's ``EmbeddingFunc`` over the core's hashing embedder."""
+    from lightrag.utils import EmbeddingFunc
+
+    embedder = HashingEmbedder(dim=dim)
+
+    async def embed(texts: list[str], **_: Any) -> np.ndarray:
+        return embedder.embed(texts)
+
+    return EmbeddingFunc(embedding_dim=dim, func=embed, max_token_size=8192, model_name=f"hashing-{dim}")
+
+
+def _query_keywords(query: str) -> dict[str, list[str]]:
+    low = list(dict.fromkeys(m.group() for m in _NAME.finditer(query) if m.group().lower() not in _STOP))
+    high = list(dict.fromkeys(w for w in _WORD.findall(query) if w not in _STOP))
+    return {"high_level_keywords": high, "low_level_keywords": low}
+
+
+class ScriptedLightRAGLLM:
+    """A deterministic ``llm_model_func`` for LightRAG 1.5.7.
+
+    :param known_chunks: the corpus texts, so the extractor recognises the input in a prompt.
+    :param logprobs: return extraction completions as :class:`~triage_lightrag.logprobs.LogprobText`
+        with one made-up, deterministic log-probability per whitespace-delimited token (for testing
+        the log-probability path; a real model's values are what TCS is for).
+    """
+
+    def __init__(self, known_chunks: Iterable[str] = (), *, logprobs: bool = False) -> None:
+        self.extractor = ScriptedLLM(tuple(known_chunks))
+        self.logprobs = logprobs
+        self.calls: dict[str, int] = {"extract": 0, "keywords": 0, "summary": 0, "answer": 0, "glean": 0}
+        self._last = ""
+
+    async def __call__(
+        self,
+        prompt: str,
+        system_prompt: str | None = None,
+        history_messages: Sequence[dict[str, str]] | None = None,
+        stream: bool = False,
+        **_: Any,
+    ) -> Any:
+        text = self.complete(prompt, system_prompt, history_messages)
+        if stream and self._last == "answer":
+            return _pieces(text)
+        return text
+
+    def complete(
+        self,
+        prompt: str,
+        system_prompt: str | None = None,
+        history_messages: Sequence[dict[str, str]] | None = None,
+    ) -> str:
+        self._last = ""
+        if "high_level_keywords" in prompt and "User Query:" in prompt:
+            self.calls["keywords"] += 1
+            query = prompt.rsplit("User Query:", 1)[1].strip().splitlines()[0]
+            return json.dumps(_query_keywords(query))
+        if history_messages:  # gleaning: nothing more to add
+            self.calls["glean"] += 1
+            return "<|COMPLETE|>"
+        if "---Input Text---" in prompt:
+            self.calls["extract"] += 1
+            text = self.extractor.lightrag(prompt)
+            return _with_logprobs(text) if self.logprobs else text
+        if "Description List" in prompt:
+            self.calls["summary"] += 1
+            body = prompt.split("```", 2)[1] if prompt.count("```") >= 2 else prompt
+            return " ".join(
+                json.loads(line).get("description", "")
+                for line in body.strip().splitlines()
+                if line.strip().startswith("{")
+            )
+        self.calls["answer"] += 1
+        self._last = "answer"
+        return _answer(system_prompt or "")
+
+
+async def _pieces(text: str) -> AsyncIterator[str]:
+    for piece in re.findall(r"\S+\s*", text):
+        yield piece
+
+
+def _with_logprobs(text: str) -> LogprobText:
+    tokens = re.findall(r"\S+|\s+", text)
+    return LogprobText(text, tuple((tok, -0.001 * (1 + len(tok) % 7)) for tok in tokens))
+
+
+def _answer(context: str) -> str:
+    """A plain answer that depends on the retrieved context: the first entities it lists."""
+    names = re.findall(r'"entity":\s*"([^"]+)"', context)
+    if not names:
+        return "I found nothing relevant in the knowledge base."
+    return "According to the knowledge base: " + ", ".join(names[:3]) + "."
+
+
+async def build_rag(
+    working_dir: str | Path,
+    texts: Iterable[str],
+    *,
+    workspace: str = "triage",
+    llm: ScriptedLightRAGLLM | None = None,
+    insert: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """A fresh LightRAG instance (storages initialized), optionally with ``texts`` inserted.
+
+    The answer cache is off (it ignores context) and gleaning is off (the scripted LLM has nothing
+    more to add); ``kwargs`` override any LightRAG field.
+    """
+    from lightrag import LightRAG
+
+    texts = list(texts)
+    llm = llm or ScriptedLightRAGLLM(texts)
+    options: dict[str, Any] = {
+        "working_dir": str(working_dir),
+        "workspace": workspace,
+        "llm_model_func": capture_logprobs(llm),
+        "embedding_func": hashing_embedding(),
+        "tokenizer": offline_tokenizer(),
+        "enable_llm_cache": False,
+        "entity_extract_max_gleaning": 0,
+        "cosine_better_than_threshold": 0.0,
+    }
+    options.update(kwargs)
+    rag = LightRAG(**options)
+    await rag.initialize_storages()
+    if insert and texts:
+        await rag.ainsert(texts)
+    return rag
