@@ -40,7 +40,9 @@ async def main(root: Path) -> None:
     (root / "input").mkdir(parents=True)
     for name, text in DOCS.items():
         (root / "input" / name).write_text(text, encoding="utf-8")
-    config = offline_config(root, local_search={"top_k_entities": 1, "top_k_relationships": 1})
+    # "last-row": the offline chat model answers with the last relationship in its context, so a
+    # bad rating demotes exactly what GraphRAG put in front of it
+    config = offline_config(root, local_search={"top_k_entities": 1, "top_k_relationships": 1}, answer="last-row")
 
     # reweight=True: the default feedback learner answers triage_rerank, GraphRAG's ranking follows P
     manager = TriageManager(store=root / "triage.sqlite", config=TriageConfig(reweight=True, unit="triple"))

@@ -30,6 +30,8 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
+
 __all__ = [
     "CHAT_TYPE",
     "EMBEDDING_TYPE",
@@ -135,7 +137,7 @@ def _extraction_input(prompt: str) -> str | None:
     return prompt[start + len("Text: ") : end]
 
 
-def _answer(messages: list[Any], response_format: Any) -> str:
+def _answer(messages: list[Any], response_format: Any, style: str = "reader") -> str:
     first_user = next((_text_of(m) for m in messages if m.get("role") == "user"), "")
     last = _text_of(messages[-1]) if messages else ""
     system = next((_text_of(m) for m in messages if m.get("role") == "system"), "")
@@ -176,8 +178,12 @@ def _answer(messages: list[Any], response_format: Any) -> str:
     rows = [
         c for c in (line.split("|") for line in lines) if len(c) >= 4 and c[0].isdigit() and c[1].isupper()
     ]
-    if rows:  # local search: the last relationship row that made it into the context
-        return rows[-1][3]
+    if rows:  # local search
+        if style == "reader":  # the shared offline reader over the descriptions and sources
+            answer = answer_from_context(last, system)
+            if answer != NOTHING_FOUND:
+                return answer
+        return rows[-1][3]  # "last-row": the last relationship that made it into the context
     return "I do not know."
 
 
@@ -233,7 +239,8 @@ class OfflineChatModel:
     def completion(self, /, **kwargs: Any) -> Any:
         type(self).calls += 1
         response_format = kwargs.pop("response_format", None)
-        content = _answer(_messages(kwargs), response_format)
+        style = str((self.model_config.model_extra or {}).get("answer", "reader"))
+        content = _answer(_messages(kwargs), response_format, style)
         if kwargs.get("stream"):
             return self._stream(content)
         response = self._response(content, bool(kwargs.get("logprobs")))
@@ -299,12 +306,17 @@ class OfflineEmbedding:
         return self._tokenizer
 
 
-def offline_config(root: Any, **overrides: Any) -> Any:
+def offline_config(root: Any, *, answer: str = "reader", **overrides: Any) -> Any:
     """A ``GraphRagConfig`` for an offline index under ``root`` (input/, output/, lancedb/, logs/; cache off).
 
     Uses the offline model types (registered here), a raw-graph snapshot, small chunks and no
-    gleaning. ``overrides`` are merged into the top-level config fields.
+    gleaning. ``answer`` picks how the offline chat model answers local search: ``"reader"`` (the
+    shared offline extractive reader over the context) or ``"last-row"`` (the description of the
+    last relationship in the context — it names what GraphRAG ranked last in, handy to test
+    feedback). ``overrides`` are merged into the top-level config fields.
     """
+    if answer not in ("reader", "last-row"):
+        raise ValueError(f"answer must be 'reader' or 'last-row', got {answer!r}")
     from pathlib import Path
 
     from graphrag.config.models.graph_rag_config import GraphRagConfig
@@ -314,7 +326,9 @@ def offline_config(root: Any, **overrides: Any) -> Any:
     root = Path(root).resolve()
     fields: dict[str, Any] = {
         "completion_models": {
-            "default_completion_model": ModelConfig(type=CHAT_TYPE, model_provider="offline", model="chat")
+            "default_completion_model": ModelConfig(
+                type=CHAT_TYPE, model_provider="offline", model="chat", answer=answer
+            )
         },
         "embedding_models": {
             "default_embedding_model": ModelConfig(

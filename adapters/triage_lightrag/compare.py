@@ -43,7 +43,6 @@ class LightRAGRunner:
         seed: int,
         progress: Progress,
     ) -> None:
-        logging.getLogger("lightrag").setLevel(logging.WARNING)
         asyncio.run(self._run(corpus, questions, mode, manager, feedback_rounds, progress))
 
     async def _run(self, corpus, questions, mode, manager, feedback_rounds, progress) -> None:
@@ -55,6 +54,8 @@ class LightRAGRunner:
         with tempfile.TemporaryDirectory() as tmp:
             # a fresh workspace per run: LightRAG keeps per-workspace state in process-wide storage
             rag = await build_rag(tmp, [], insert=False, workspace=f"compare-{mode}-{uuid.uuid4().hex[:8]}")
+            if not logging.getLogger().isEnabledFor(logging.INFO):
+                logging.getLogger("lightrag").setLevel(logging.WARNING)  # LightRAG re-arms INFO at init
             inst = instrument(rag, manager=manager, reweight=feedback_rounds > 0)
             try:
                 tick = progress(f"lightrag/{mode}: insert", 1)
@@ -70,7 +71,8 @@ class LightRAGRunner:
                     for q in questions:
                         qid = query_id(q.id, mode, round_)
                         with inst.query(qid):
-                            answer = await rag.aquery(q.text, QueryParam(mode=mode))
+                            # no reranker is configured offline (triplet-level learning needs none)
+                            answer = await rag.aquery(q.text, QueryParam(mode=mode, enable_rerank=False))
                         answers.append((q, qid, str(answer)))
                         tick()
                     if round_ < feedback_rounds:

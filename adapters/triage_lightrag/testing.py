@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from triage_lightrag.logprobs import LogprobText, capture_logprobs
+from triage_plugins.offline.context_reader import answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
 from triage_plugins.offline.llm import ScriptedLLM
 
@@ -84,11 +85,17 @@ class ScriptedLightRAGLLM:
     :param logprobs: return extraction completions as :class:`~triage_lightrag.logprobs.LogprobText`
         with one made-up, deterministic log-probability per whitespace-delimited token (for testing
         the log-probability path; a real model's values are what TCS is for).
+    :param answer: ``"reader"`` (default) answers with the offline extractive reader over the
+        retrieved context; ``"list"`` names the first three entities of the context (a context-
+        dependent answer that names what LightRAG ranked first, handy to test feedback).
     """
 
-    def __init__(self, known_chunks: Iterable[str] = (), *, logprobs: bool = False) -> None:
+    def __init__(self, known_chunks: Iterable[str] = (), *, logprobs: bool = False, answer: str = "reader") -> None:
+        if answer not in ("reader", "list"):
+            raise ValueError(f"answer must be 'reader' or 'list', got {answer!r}")
         self.extractor = ScriptedLLM(tuple(known_chunks))
         self.logprobs = logprobs
+        self.answer_style = answer
         self.calls: dict[str, int] = {"extract": 0, "keywords": 0, "summary": 0, "answer": 0, "glean": 0}
         self._last = ""
 
@@ -133,7 +140,9 @@ class ScriptedLightRAGLLM:
             )
         self.calls["answer"] += 1
         self._last = "answer"
-        return _answer(system_prompt or "")
+        if self.answer_style == "list":
+            return _list_answer(system_prompt or "")
+        return answer_from_context(prompt, system_prompt or "")
 
 
 async def _pieces(text: str) -> AsyncIterator[str]:
@@ -146,7 +155,7 @@ def _with_logprobs(text: str) -> LogprobText:
     return LogprobText(text, tuple((tok, -0.001 * (1 + len(tok) % 7)) for tok in tokens))
 
 
-def _answer(context: str) -> str:
+def _list_answer(context: str) -> str:
     """A plain answer that depends on the retrieved context: the first entities it lists."""
     names = re.findall(r'"entity":\s*"([^"]+)"', context)
     if not names:

@@ -30,6 +30,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field, PrivateAttr
 
 from triage_plugins.graph import normalize_label
+from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
 from triage_plugins.offline.extractor import Record, extract_records
 from triage_plugins.offline.llm import find_chunk_text, format_llamaindex
@@ -70,9 +71,13 @@ class OfflineLLM(CustomLLM):
 
     :param extractor: chunk text -> records (default: the core's rule-based extractor).
     :param logprobs: attach per-token log-probabilities to extraction completions.
+    :param answer: ``"reader"`` answers a query with the shared offline extractive reader over the
+        retrieved context; ``"first-line"`` (the default, so a bad rating demotes exactly the first
+        triplet the engine handed it) with the first ``s -> p -> o`` line's other endpoint.
     """
 
     logprobs: bool = Field(default=True)
+    answer: str = Field(default="first-line")
     model_name: str = Field(default="triage-offline")
     _extractor: Callable[[str], Sequence[Record]] = PrivateAttr()
 
@@ -102,6 +107,10 @@ class OfflineLLM(CustomLLM):
         context, _, query = prompt.partition("Query:")
         if _CONTEXT_MARK in context:
             context = context.split(_CONTEXT_MARK, 1)[1]
+        if self.answer == "reader":  # the shared offline reader, from the retrieved context only
+            answer = answer_from_context(query, context)
+            if answer != NOTHING_FOUND:
+                return CompletionResponse(text=answer)
         asked = normalize_label(query)
         for line in context.splitlines():
             parts = [p.strip() for p in line.split(" -> ")]

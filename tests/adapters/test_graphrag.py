@@ -65,7 +65,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     for name, text in CORPUS.items():
         (root / "input" / name).write_text(text, encoding="utf-8")
     manager = TriageManager(store=root / "index.sqlite", synchronous=True, entry_points=False)
-    config = offline_config(root, local_search=LOCAL)
+    config = offline_config(root, local_search=LOCAL, answer="last-row")
     obs = observe_index(config, manager=manager)
     results = asyncio.run(api.build_index(obs.config, callbacks=obs.callbacks))
     assert [r.workflow for r in results if r.error is not None] == []

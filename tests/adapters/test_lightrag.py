@@ -427,7 +427,7 @@ def test_generation_event_carries_the_answer(loop, rag, question):
         inst.uninstrument()
     [retrieval] = spy.of("retrieval")
     [generation] = spy.of("generation")
-    assert type(answer) is str and answer.startswith("According to the knowledge base")
+    assert type(answer) is str and answer.strip()  # the offline reader's answer from the context
     assert generation.answer == answer
     assert generation.query_id == retrieval.query_id == inst.query_id
     assert generation.context == "retrieved"
@@ -611,7 +611,9 @@ def test_chunk_reweighting_changes_chunk_order(loop, rag, question, mode):
 def test_feedback_learner_end_to_end_and_scores_survive_a_restart(loop, world, tmp_path):
     texts = [d.text for d in world.documents]
     workspace = f"e-{uuid.uuid4().hex[:8]}"
-    rag = loop.run_until_complete(build_rag(tmp_path / "rag", texts, workspace=workspace))
+    # "list" answers name the entities LightRAG ranked first, so negative feedback demotes them
+    llm = ScriptedLightRAGLLM(texts, answer="list")
+    rag = loop.run_until_complete(build_rag(tmp_path / "rag", texts, workspace=workspace, llm=llm))
     q = world.questions[0].text
     tight = QueryParam(mode="local", max_relation_tokens=1200, enable_rerank=False)
     # asynchronous delivery: feedback right after a query must still find its retrieval
