@@ -538,6 +538,15 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def _summarize_notes(notes: Sequence[str]) -> list[str]:
+    """Per-query notes that repeat (a gate reroute retrieves a query twice) become one count."""
+    twice = [n for n in notes if "retrieved twice" in n]
+    out = [n for n in notes if "retrieved twice" not in n]
+    if twice:
+        out.append(f"{len(twice)} queries were retrieved twice (a gate reroute): the last retrieval is scored")
+    return out
+
+
 def aggregate_events(
     events: Iterable[Event],
     framework: str,
@@ -628,7 +637,7 @@ def aggregate_events(
         row.rounds.append(RoundSummary(rnd, len(report.queries), hits.mean, dict(report.signatures)))
     if len(row.rounds) == 1:
         row.rounds = []
-    row.notes.extend(base.notes)
+    row.notes.extend(_summarize_notes(base.notes))
     return row
 
 
