@@ -162,6 +162,7 @@ class ReferencePipeline:
         self._ids = itertools.count(1)
         self.graph: GraphView = GraphView([])
         self.aliases: dict[str, str | None] = {}
+        self.ontology: Ontology | None = None
         if graph is not None:
             self.set_graph(graph, aliases=aliases, ontology=ontology, emit=emit_graph)
 
@@ -180,6 +181,8 @@ class ReferencePipeline:
 
         self.graph = graph
         self.aliases = dict(aliases or {})
+        if ontology is not None:
+            self.ontology = ontology
         self.relevance = RelevanceIndex(graph, self.embedder)
         self.grounder = shared_grounder(graph, self.aliases)
         if self._reader is None or getattr(self, "_default_reader", False):
@@ -188,7 +191,7 @@ class ReferencePipeline:
             self._reader = ExtractiveReader(sorted({t.predicate for t in graph.triples}))
             self._default_reader = True
         if emit:
-            self.manager.emit_graph(GraphEvent(FRAMEWORK, graph, self.aliases, ontology))
+            self.manager.emit_graph(GraphEvent(FRAMEWORK, graph, self.aliases, self.ontology))
 
     def add_triples(self, triples: Sequence[Triple]) -> None:
         """Add triples (for example EvoRAG shortcut edges) and re-announce the graph."""
