@@ -97,3 +97,19 @@ def test_score_bad_line_names_the_line(tmp_path):
     result = runner.invoke(app, ["score", str(path)])
     assert result.exit_code == 1
     assert "line 2" in result.output
+
+
+def test_evolve_bench_command_on_pathquestion(shared_data, tmp_path):
+    out = tmp_path / "evolve.json"
+    pq = shared_data / "pathquestion"
+    result = runner.invoke(
+        app,
+        [
+            "evolve-bench", "--kb", str(pq / "2H-kb.txt"), "--questions", str(pq / "PQ-2H.txt"),
+            "--sample", "40", "--iterations", "1", "--modes", "fixed", "--quiet", "--json", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "static" in result.output and "ACC gain" in result.output
+    data = json.loads(out.read_text())
+    assert data  # the per-iteration record

@@ -187,6 +187,78 @@ def probe_cmd(
         console.print(f"[dim]observations written to {json_out}[/]")
 
 
+@app.command("evolve-bench")
+def evolve_bench_cmd(
+    kb: Annotated[
+        list[str], typer.Option(help="KB file (PathQuestion or MetaQA); repeat for MetaQA's two parts.")
+    ],
+    questions: Annotated[str, typer.Option(help="Test questions (PathQuestion file or MetaQA qa_test.txt).")],
+    annotations: Annotated[
+        str | None, typer.Option(help="MetaQA annotated JSONL (found next to the questions when omitted).")
+    ] = None,
+    noise: Annotated[
+        float, typer.Option(help="Share of the test gold steps given a conflicting fact.")
+    ] = 0.2,
+    feedback_noise: Annotated[
+        float, typer.Option(help="Probability of flipping each training feedback.")
+    ] = 0.0,
+    iterations: Annotated[int, typer.Option(help="Feedback iterations after the static baseline.")] = 6,
+    unit: Annotated[str, typer.Option(help="What is scored: 'triple' or 'chunk'.")] = "triple",
+    chunking: Annotated[
+        str, typer.Option(help="Chunk level: 'source' (one source's facts about a subject) or 'subject'.")
+    ] = "source",
+    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    seeds: Annotated[int, typer.Option(help="Number of seeds to average over.")] = 1,
+    sample: Annotated[int | None, typer.Option(help="Test questions to sample (default: all).")] = None,
+    split: Annotated[str, typer.Option(help="Question split: 'all', 'dev' or 'test'.")] = "all",
+    modes: Annotated[
+        str, typer.Option(help="α modes to run: learned, fixed (comma list).")
+    ] = "learned,fixed",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write every iteration as JSON here.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """The EvoRAG protocol offline: noisy KB, feedback on training queries, accuracy on test queries.
+
+    Injects conflicting facts (a wrong object that continues the path) and irrelevant facts on a
+    share of the test gold steps, answers training queries sampled in the test queries' local
+    subgraphs with the relation-aware reader, feeds gold feedback (flipped with --feedback-noise),
+    learns contribution scores, evolves the graph, and reports test ACC / EM / F1, α and the
+    problematic-triplet ratio per iteration, static baseline first.
+    """
+    from triage_plugins.evolve_bench import render_evolve_bench, run_evolve_bench
+
+    if unit not in ("triple", "chunk"):
+        _fail(f"--unit must be 'triple' or 'chunk', got {unit!r}")
+    if chunking not in ("source", "subject") or split not in ("all", "dev", "test"):
+        _fail("--chunking takes 'source' or 'subject'; --split takes 'all', 'dev' or 'test'")
+    try:
+        with _progress_bars(not quiet) as progress:
+            result = run_evolve_bench(
+                kb if len(kb) > 1 else kb[0],
+                questions,
+                annotations=annotations,
+                noise=noise,
+                feedback_noise=feedback_noise,
+                iterations=iterations,
+                unit=unit,  # type: ignore[arg-type]
+                chunking=chunking,  # type: ignore[arg-type]
+                seed=seed,
+                seeds=seeds,
+                sample=sample,
+                split=split,  # type: ignore[arg-type]
+                modes=tuple(m.strip() for m in modes.split(",") if m.strip()),  # type: ignore[arg-type]
+                progress=progress,
+            )
+    except TriageError as exc:
+        _fail(str(exc))
+    render_evolve_bench(result, console)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.to_dict(), indent=1, default=str), encoding="utf-8")
+        console.print(f"[dim]results written to {json_out}[/]")
+
+
 @app.command("plugins")
 def plugins_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,

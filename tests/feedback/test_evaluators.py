@@ -182,13 +182,58 @@ def test_answer_support_chunks() -> None:
 # --------------------------------------------------------------------------- gold
 
 
-def test_gold_answers_and_paths() -> None:
+def test_gold_penalize_answers_and_paths() -> None:
     gold = Gold(answers=("London",), paths=((T1, T2),))
     ctx = EvaluationContext(gold=gold)
     # (T1, T2) reaches London → 1; (T3, T4) neither reaches it nor overlaps the gold path → −1;
     # (T1, T3) has half its triples on the gold path → 2·(1/2) − 1 = 0.
     paths = [(T1, T2), (T3, T4), (T1, T3)]
-    assert GoldEvaluator().evaluate(QUERY, "", paths, 0.0, ctx) == [1.0, -1.0, 0.0]
+    assert GoldEvaluator(others="penalize").evaluate(QUERY, "", paths, 0.0, ctx) == [1.0, -1.0, 0.0]
+
+
+def test_gold_neutral_and_misled_leave_irrelevant_paths_alone() -> None:
+    gold = Gold(answers=("London",), paths=((T1, T2),))
+    paths = [(T1, T2), (T3, T4), (T1, T3)]
+    # the reader answered Los Angeles (wrong): the path ending there misled it → −1; (T1, T3)
+    # ends on DiCaprio, neither a gold answer nor the response → 0 (neutral) / no update (misled)
+    wrong = EvaluationContext(gold=gold, answer_entities=("Los Angeles",), query_entities=("Inception",))
+    assert GoldEvaluator().evaluate(QUERY, "Los Angeles", paths, 0.0, wrong) == [1.0, -1.0, 0.0]
+    misled = GoldEvaluator(others="misled")
+    assert misled.evaluate(QUERY, "Los Angeles", paths, 0.0, wrong) == [1.0, -1.0, None]
+    # a correct response: nothing misled the reader
+    right = EvaluationContext(gold=gold, answer_entities=("London",), query_entities=("Inception",))
+    assert GoldEvaluator().evaluate(QUERY, "London", paths, 1.0, right) == [1.0, 0.0, 0.0]
+    assert misled.evaluate(QUERY, "London", paths, 1.0, right) == [1.0, None, None]
+
+
+def test_gold_neutral_takes_the_verdict_on_the_response_from_the_feedback() -> None:
+    gold = Gold(answers=("London",))
+    paths = [(T1, T2), (T3, T4), (T1,)]
+    ctx = EvaluationContext(gold=gold, answer_entities=("London",), query_entities=("Inception",))
+    # a correct answer whose feedback says wrong (a flipped verdict): its path is pushed down
+    assert GoldEvaluator().evaluate(QUERY, "London", paths, 0.0, ctx) == [-1.0, 0.0, 0.0]
+    # a wrong answer whose feedback says right: its path is credited, and gold still credits London
+    wrong = EvaluationContext(gold=gold, answer_entities=("Los Angeles",), query_entities=("Inception",))
+    assert GoldEvaluator().evaluate(QUERY, "Los Angeles", paths, 1.0, wrong) == [1.0, 1.0, 0.0]
+    # no verdict (0.5): gold decides whether the response misled
+    assert GoldEvaluator().evaluate(QUERY, "Los Angeles", paths, 0.5, wrong) == [1.0, -1.0, 0.0]
+    assert GoldEvaluator().evaluate(QUERY, "London", paths, 0.5, ctx) == [1.0, 0.0, 0.0]
+
+
+def test_gold_misled_credits_paths_that_end_on_the_answer_not_ones_crossing_it() -> None:
+    hub = Triple.of("Christopher Nolan", "gender", "male")
+    other = Triple.of("Leonardo DiCaprio", "gender", "male")
+    gold = Gold(answers=("male",))
+    ctx = EvaluationContext(gold=gold, query_entities=("Christopher Nolan",))
+    # Nolan → male ends on the answer; Nolan → male → DiCaprio crosses it and walks on
+    paths = [(hub,), (hub, other)]
+    assert GoldEvaluator().evaluate("Nolan's gender?", "", paths, 1.0, ctx) == [1.0, 0.0]
+    assert GoldEvaluator(others="penalize").evaluate("Nolan's gender?", "", paths, 1.0, ctx) == [1.0, 1.0]
+
+
+def test_gold_rejects_an_unknown_mode() -> None:
+    with pytest.raises(TriageError, match="misled"):
+        GoldEvaluator(others="strict")  # type: ignore[arg-type]
 
 
 def test_gold_without_annotations_gives_no_update() -> None:
@@ -197,5 +242,10 @@ def test_gold_without_annotations_gives_no_update() -> None:
 
 def test_gold_chunks() -> None:
     chunks = [(Chunk("c1", "d1", "born in London"),), (Chunk("c2", "d1", "born in Paris"),)]
-    ev = GoldEvaluator(Gold(answers=("London",)))
-    assert ev.evaluate(QUERY, "", chunks, 1.0, EvaluationContext(unit="chunk")) == [1.0, -1.0]
+    penalize = GoldEvaluator(Gold(answers=("London",)), others="penalize")
+    assert penalize.evaluate(QUERY, "", chunks, 1.0, EvaluationContext(unit="chunk")) == [1.0, -1.0]
+    neutral = GoldEvaluator(Gold(answers=("London",)))
+    # the response named Paris: the chunk naming it misled the reader
+    ctx = EvaluationContext(unit="chunk", answer_entities=("Paris",))
+    assert neutral.evaluate(QUERY, "Paris", chunks, 0.0, ctx) == [1.0, -1.0]
+    assert neutral.evaluate(QUERY, "", chunks, 0.0, EvaluationContext(unit="chunk")) == [1.0, 0.0]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from triage_plugins.errors import JudgeOutputError
+from triage_plugins.errors import ConfigError, JudgeOutputError
 from triage_plugins.events import Chunk, Gold, Triple
 from triage_plugins.graph import normalize_label
 
@@ -105,6 +105,37 @@ def _path_reaches(path: Sequence[Unit], targets: set[str]) -> bool:
     return False
 
 
+def _path_ends(path: Sequence[Unit], targets: set[str], topics: set[str]) -> bool:
+    """A triple path *leads to* a target when the node it ends on, walked from its start, is one;
+    a chunk path, when its text names one.
+
+    The start is the end of the first triple that is a topic entity (else the end the first
+    triple does not share with the second). Passing through a target and walking on does not
+    count: a gold answer that is a hub ("male", "English") would otherwise credit every path
+    that crosses it.
+    """
+    if not targets or not path:
+        return False
+    if not all(isinstance(u, Triple) for u in path):
+        return _path_reaches(path, targets)
+    triples: list[Triple] = list(path)  # type: ignore[arg-type]
+    first = triples[0]
+    s, o = normalize_label(first.subject), normalize_label(first.object)
+    if s in topics:
+        node = s
+    elif o in topics:
+        node = o
+    elif len(triples) > 1:
+        nxt = {normalize_label(triples[1].subject), normalize_label(triples[1].object)}
+        node = o if s in nxt and o not in nxt else s
+    else:
+        return s in targets or o in targets
+    for t in triples:
+        ts, to = normalize_label(t.subject), normalize_label(t.object)
+        node = to if ts == node else ts if to == node else to
+    return node in targets
+
+
 # --------------------------------------------------------------------------- answer support
 
 
@@ -177,18 +208,58 @@ class AnswerSupportEvaluator:
 
 
 class GoldEvaluator:
-    """Utility from gold annotations (EvoRAG §6.4's ground-truth feedback), feedback-independent.
+    """Utility from gold annotations (EvoRAG §6.4's ground-truth feedback).
 
-    U = +1 for a path that reaches a gold answer (a chunk that names one). Otherwise, when gold
-    paths exist, U = 2·φ − 1 with φ the share of the path's triples that lie on a gold path
-    (matched by id or by normalized (subject, predicate, object)) — a correct first hop is not
-    harmful; else U = −1. No gold answers and no gold paths: ``None`` for every path.
+    U = +1 for a path that leads to a gold answer. ``others`` chooses what the other paths get:
+
+    - ``"neutral"`` (default): U = −1 for a path that leads to the response's answer entity when
+      the response is wrong (it misled the reader); U = 0 for the rest — the midpoint
+      of the utility scale, "no evidence either way": such a path keeps its place in the softmax
+      and in the gradient, so promoting the helpful paths takes a little probability mass from
+      it, but it is never pushed down as harmful.
+    - ``"misled"``: as ``"neutral"``, but the rest get ``None`` (no update through them at all).
+    - ``"penalize"``: every path that reaches no gold answer is harmful: with gold paths,
+      U = 2·φ − 1, φ the share of its triples on a gold path (matched by id or normalized
+      (subject, predicate, object)) — a correct first hop is not harmful; else U = −1.
+
+    The verdict on the response's own answer comes from the feedback (``neutral``/``misled``): a
+    path that leads to the response's answer entity gets +1 when the feedback score is above 0.5
+    and −1 below (it produced an answer the feedback rejects); at exactly 0.5 (no verdict) the
+    gold answers decide. With feedback derived from the same gold this equals the rule above; with
+    a flipped feedback (EvoRAG §6.5) the evaluator is misled exactly as the paper's judge would be.
+
+    "Leads to" (``neutral``/``misled``): the node a triple path ends on, walked from its topic
+    entity, is the entity (a chunk: its text names it); a path that crosses a hub answer ("male")
+    and walks on does not count. ``penalize`` keeps the earlier "any entity of the path" test.
+
+    Why ``"neutral"``: measured in two settings (``benchmarks/RESULTS.md``, evolve-bench section).
+    In the demo world, where held-out questions share little with the training ones, ``penalize``
+    suppresses triples that were merely irrelevant to one training question for every question:
+    held-out accuracy 0.558 → 0.367 after 3 rounds (4 seeds), ``misled`` 0.558 → 0.550,
+    ``neutral`` 0.558 → 0.592. Under the EvoRAG protocol (training queries in the test queries'
+    local subgraphs, 20 % conflicting noise, 6 iterations, fixed α; gains in ACC points, neutral /
+    penalize / misled): PQ-2H +8.9 / +5.8 / −2.0, PQ-3H +2.1 / −0.7 / −3.3, MetaQA 2-hop +6.5 /
+    +7.5 / +6.9. With ``None`` only the paths that answered are ever updated, and triples that
+    answer many easy training questions drift up until they crowd the test paths out of the
+    top-M; with ``−1`` every irrelevant path is punished. ``neutral`` is the only mode that helps
+    in every setting measured.
+
+    The response's answer entities are those of :meth:`AnswerSupportEvaluator.answer_targets`.
+    No gold answers and no gold paths: ``None`` for every path.
 
     :param gold: gold annotations to use instead of ``context.gold``.
+    :param others: ``"neutral"``, ``"misled"`` or ``"penalize"`` (above).
     """
 
-    def __init__(self, gold: Gold | None = None) -> None:
+    def __init__(
+        self, gold: Gold | None = None, *, others: Literal["neutral", "misled", "penalize"] = "neutral"
+    ) -> None:
+        if others not in ("misled", "neutral", "penalize"):
+            raise ConfigError(
+                f"GoldEvaluator others must be 'neutral', 'misled' or 'penalize', got {others!r}"
+            )
         self.gold = gold
+        self.others = others
 
     def evaluate(
         self,
@@ -202,6 +273,22 @@ class GoldEvaluator:
         if gold is None or (not gold.answers and not gold.paths):
             return [None] * len(paths)
         answers = {normalize_label(a) for a in gold.answers}
+        if self.others in ("misled", "neutral"):
+            response = AnswerSupportEvaluator.answer_targets(query, answer, paths, context)
+            verdict = 0.0 if feedback_score == 0.5 else (1.0 if feedback_score > 0.5 else -1.0)
+            if verdict == 0.0:  # no verdict: gold alone says whether the response misled
+                verdict, response = -1.0, response - answers
+            topics = {normalize_label(e) for e in (*context.query_entities, *gold.entities)}
+            rest = None if self.others == "misled" else 0.0
+            out_: list[float | None] = []
+            for path in paths:
+                if _path_ends(path, response, topics):
+                    out_.append(verdict)
+                elif _path_ends(path, answers, topics):
+                    out_.append(1.0)
+                else:
+                    out_.append(rest)
+            return out_
         on_gold_ids = {t.id for p in gold.paths for t in p}
         on_gold_spo = {_spo(t) for p in gold.paths for t in p}
         out: list[float | None] = []

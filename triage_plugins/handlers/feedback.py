@@ -21,7 +21,9 @@ relevance function (default :func:`~triage_plugins.feedback.priority.token_relev
 Options (``config.options``, keys ``"feedback.<name>"``): ``eta`` (0.25), ``max_step`` (0.1),
 ``alpha`` (0.5), ``learn_alpha`` (True), ``eta_alpha`` (0.01), ``max_alpha_step`` (0.01),
 ``alpha_bounds`` ((0.05, 0.95)), ``evaluator`` (``None`` = gold when the retrieval carries gold,
-else answer support; or ``"answer"``, ``"gold"``, ``"llm"``, or a ``PathEvaluator``), ``llm`` (the
+else answer support; or ``"answer"``, ``"gold"``, ``"llm"``, or a ``PathEvaluator``), ``gold_others``
+(``"neutral"``: how the gold evaluator treats paths that lead to no gold answer, see
+:class:`~triage_plugins.feedback.evaluators.GoldEvaluator`), ``llm`` (the
 judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), ``relevance``
 (``relevance(query, texts) -> S_r``), ``memory`` (1024 queries), ``max_hops`` (3), ``fusion_rule``
 (``"average"``), ``labeller``, ``suppress_after`` (3), ``suppression_factor`` (0.5), ``init`` (100),
@@ -80,6 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "max_alpha_step": 0.01,
     "alpha_bounds": (0.05, 0.95),
     "evaluator": None,
+    "gold_others": "neutral",
     "llm": None,
     "fidelity_min": 0.0,
     "conflict_max": 0.0,
@@ -222,14 +225,14 @@ class FeedbackLearner:
         if choice is None:
             gold = retrieval.gold
             return (
-                GoldEvaluator()
+                GoldEvaluator(others=self.options["gold_others"])
                 if gold is not None and (gold.answers or gold.paths)
                 else AnswerSupportEvaluator()
             )
         if choice == "answer":
             return AnswerSupportEvaluator()
         if choice == "gold":
-            return GoldEvaluator()
+            return GoldEvaluator(others=self.options["gold_others"])
         if choice == "llm":
             llm = self.options["llm"]
             if not callable(llm):
