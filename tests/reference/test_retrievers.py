@@ -102,3 +102,12 @@ def test_krag_fills_seeds_by_similarity():
     r = krag_retrieve(CHAIN, _index(), "e", [], n_seeds=1, hops=1, paths_per_seed=5)
     assert r.seeds == ("e",)
     assert r.paths == (("d|r4|e",),)
+
+
+def test_krag_per_length_keeps_m_paths_of_each_length():
+    # from a: one-hop paths a-b, a-x; two-hop a-b-c. With M = 1 the shared top-1 is one path;
+    # per length, the best one-hop path and the (only) two-hop path are both kept.
+    shared = krag_retrieve(CHAIN, _index(), "a", ["a"], n_seeds=1, hops=2, paths_per_seed=1)
+    split = krag_retrieve(CHAIN, _index(), "a", ["a"], n_seeds=1, hops=2, paths_per_seed=1, per_length=True)
+    assert len(shared.paths) == 1
+    assert sorted(len(p) for p in split.paths) == [1, 2]

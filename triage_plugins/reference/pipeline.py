@@ -146,6 +146,7 @@ class ReferencePipeline:
             "beam": 16,
             "n_seeds": 10,
             "paths_per_seed": 10,
+            "per_length": False,
             "top_k": 5,
             "path_top_k": 10,
         }
@@ -269,6 +270,7 @@ class ReferencePipeline:
             n_seeds=o["n_seeds"],
             hops=o["hops"],
             paths_per_seed=o["paths_per_seed"],
+            per_length=o["per_length"],
             priority=self._priority(question, query_id),
         )
 

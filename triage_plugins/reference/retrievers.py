@@ -403,8 +403,12 @@ def krag_retrieve(
     paths_per_seed: int = 10,
     beam: int = 64,
     priority: Callable[[list[str], list[float]], list[float] | None] | None = None,
+    per_length: bool = False,
 ) -> Retrieved:
     """EvoRAG's KG-RAG retriever: N seeds, k-hop paths, top-M paths per seed by path priority.
+
+    With ``per_length`` the top-M is kept per path length (M one-hop, M two-hop ... paths per
+    seed), so long paths do not compete with short ones for the same M places.
 
     Seeds are the grounded query entities, then the most similar entities up to ``n_seeds``.
     Candidate paths (up to ``hops`` triples, no node revisited, at most ``beam`` per hop and seed
@@ -466,7 +470,15 @@ def krag_retrieve(
         level_of = np.concatenate([np.full(len(lv), k, dtype=np.int64) for k, lv in enumerate(levels)])
         row_of = np.concatenate([np.arange(len(lv), dtype=np.int64) for lv in levels])
         first = np.concatenate([lv[:, 0] for lv in levels])
-        for i in _top(score, first, paths_per_seed).tolist():
+        if per_length:
+            chosen = [
+                int(np.flatnonzero(level_of == k)[j])
+                for k in range(len(levels))
+                for j in _top(score[level_of == k], first[level_of == k], paths_per_seed).tolist()
+            ]
+        else:
+            chosen = _top(score, first, paths_per_seed).tolist()
+        for i in chosen:
             path = tuple(levels[level_of[i]][row_of[i]].tolist())
             kept[path] = max(float(score[i]), kept.get(path, -math.inf))
     return _assemble(graph, kept, seeds, len(expanded))
