@@ -20,9 +20,9 @@ _SUB = {"synonym": "LLMSynonymRetriever", "vector": "VectorContextRetriever"}
 class LlamaIndexRunner:
     name = "llamaindex"
     framework = "llamaindex"
-    modes = (
-        "synonym",
-    )  # VectorContextRetriever returned nothing offline (SimplePropertyGraphStore has no vectors)
+    # vector: the index's own vector store holds the embedded KG nodes (SimplePropertyGraphStore
+    # has no vector search of its own)
+    modes = ("synonym", "vector")
 
     def available(self) -> tuple[bool, str]:
         if importlib.util.find_spec("llama_index.core") is None:
@@ -73,7 +73,9 @@ class LlamaIndexRunner:
             sub = (
                 LLMSynonymRetriever(store, include_text=False, llm=llm)
                 if mode == "synonym"
-                else VectorContextRetriever(store, include_text=False, embed_model=embed)
+                else VectorContextRetriever(
+                    store, include_text=False, embed_model=embed, vector_store=index.vector_store
+                )
             )
             post = [TriagePostprocessor()] if feedback_rounds else []
             engine = RetrieverQueryEngine.from_args(
