@@ -418,6 +418,29 @@ class Store:
             )
         return StoreError(f"cannot open store {where!r}: {exc}")
 
+    @staticmethod
+    def _switch_to_wal(db: sqlite3.Connection, where: str, timeout: float = 30.0) -> str:
+        """``PRAGMA journal_mode = WAL``, retried while another process holds the lock.
+
+        SQLite's busy timeout does not cover this pragma: when several processes open a brand-new
+        file at the same moment, all but one get "database is locked" at once. They retry with a
+        short backoff until the first one has switched the file (then the pragma is a no-op).
+        """
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                return str(db.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise StoreError(f"cannot switch {where!r} to WAL mode: {exc}") from None
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"cannot switch {where!r} to WAL mode: {exc} (after {timeout:.0f} s)") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot switch {where!r} to WAL mode: {exc}") from None
+
     def _prepare(self, db: sqlite3.Connection) -> None:
         """Check the file is ours and not newer, switch to WAL, apply missing migrations."""
         where = self._where()
@@ -437,10 +460,7 @@ class Store:
                 "triage-plugins understands; upgrade triage-plugins to open it"
             )
         if self._path is not None:
-            try:
-                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot switch {where!r} to WAL mode: {exc}") from None
+            mode = self._switch_to_wal(db, where)
             if str(mode).lower() != "wal":
                 log.warning("store %s: journal_mode is %s, not WAL", where, mode)
         for number in range(version + 1, SCHEMA_VERSION + 1):
