@@ -160,9 +160,9 @@ class GraphTables:
     def grounder(self) -> Grounder:
         """The default grounder over entity titles (built once; TRIAGE §4.3.1)."""
         if self._grounder is None:
-            from triage_plugins.grounding import Grounder
+            from triage_plugins.grounding import shared_grounder
 
-            self._grounder = Grounder(self.graph)
+            self._grounder = shared_grounder(self.graph)
         return self._grounder
 
     def graph_event(self) -> GraphEvent:

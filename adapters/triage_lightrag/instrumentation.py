@@ -1007,11 +1007,11 @@ def _reroute(param: Any, suggestion: Any) -> Any:
 
 
 def _view_and_grounder(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> tuple[GraphView, Any]:
-    from triage_plugins.grounding import Grounder
+    from triage_plugins.grounding import shared_grounder
 
     view = graph_view(nodes, edges)
     try:
-        grounder = Grounder(view)
+        grounder = shared_grounder(view)
     except Exception as exc:  # noqa: BLE001 - without a grounder, mentions are LightRAG's keywords
         log.warning("triage_lightrag: no grounder for this graph (%s: %s)", type(exc).__name__, exc)
         grounder = None

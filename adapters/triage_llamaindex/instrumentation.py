@@ -390,10 +390,10 @@ class Instrumentation:
             return (), {}
         if known.grounder is None:
             try:
-                from triage_plugins.grounding import Grounder
+                from triage_plugins.grounding import shared_grounder
             except ImportError:
                 return (), {}
-            known.grounder = Grounder(known.view)
+            known.grounder = shared_grounder(known.view)
         result = known.grounder.ground(text)
         return tuple(result.mentions), dict(result.grounding)
 
