@@ -42,6 +42,12 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def _save(path: Path, text: str, what: str) -> None:
+    """Write an output file the user asked for and say where it went."""
+    path.write_text(text, encoding="utf-8")
+    console.print(f"[dim]{what} written to {path}[/]")
+
+
 def _version(value: bool) -> None:
     if value:
         console.print(f"triage-plugins {__version__}")
@@ -127,8 +133,7 @@ def demo_cmd(
         _fail(str(exc))
     render_demo(result, console)
     if json_out is not None:
-        json_out.write_text(json.dumps(result.to_dict(), indent=2, default=str), encoding="utf-8")
-        console.print(f"[dim]results written to {json_out}[/]")
+        _save(json_out, json.dumps(result.to_dict(), indent=2, default=str), "results")
 
 
 @app.command("probe")
@@ -183,8 +188,7 @@ def probe_cmd(
         _fail(str(exc))
     render_probe(result, console)
     if json_out is not None:
-        json_out.write_text(json.dumps(result.to_dict(), indent=2, default=str), encoding="utf-8")
-        console.print(f"[dim]observations written to {json_out}[/]")
+        _save(json_out, json.dumps(result.to_dict(), indent=2, default=str), "observations")
 
 
 @app.command("evolve-bench")
@@ -255,8 +259,7 @@ def evolve_bench_cmd(
         _fail(str(exc))
     render_evolve_bench(result, console)
     if json_out is not None:
-        json_out.write_text(json.dumps(result.to_dict(), indent=1, default=str), encoding="utf-8")
-        console.print(f"[dim]results written to {json_out}[/]")
+        _save(json_out, json.dumps(result.to_dict(), indent=1, default=str), "results")
 
 
 @app.command("plugins")
@@ -361,8 +364,7 @@ def score_cmd(
         _fail(str(exc))
     render_score_report(report, console, max_queries=max_queries)
     if json_out is not None:
-        json_out.write_text(report_json(report), encoding="utf-8")
-        console.print(f"[dim]report written to {json_out}[/]")
+        _save(json_out, report_json(report), "report")
 
 
 def _rows_from_store(path: str) -> list[dict]:
@@ -519,11 +521,9 @@ def compare_cmd(
         _fail(str(exc))
     render_compare(result, console)
     if json_out is not None:
-        json_out.write_text(result.to_json(), encoding="utf-8")
-        console.print(f"[dim]JSON written to {json_out}[/]")
+        _save(json_out, result.to_json(), "JSON")
     if html_out is not None:
-        html_out.write_text(compare_html(result), encoding="utf-8")
-        console.print(f"[dim]HTML report written to {html_out}[/]")
+        _save(html_out, compare_html(result), "HTML report")
 
 
 @app.command("report")
@@ -555,8 +555,7 @@ def report_cmd(
         _fail(str(exc))
     render_store_report(report, console)
     if html_out is not None:
-        html_out.write_text(store_html(report), encoding="utf-8")
-        console.print(f"[dim]HTML report written to {html_out}[/]")
+        _save(html_out, store_html(report), "HTML report")
 
 
 def main() -> None:
