@@ -41,13 +41,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-source", choices=("retrieved", "neighbourhood"), default="retrieved")
     parser.add_argument("--paths-per-seed", type=int, default=None)
     parser.add_argument("--alpha-step", type=float, default=None, help="α learning rate and bound per update")
+    parser.add_argument("--eta", type=float, default=None, help="S_c learning rate (bench default 1.0)")
+    parser.add_argument("--max-step", type=float, default=None, help="bound on |ΔS_c| per update (0.2)")
+    parser.add_argument(
+        "--suppression-factor", type=float, default=None, help="P(t) factor when suppressed (0.9)"
+    )
+    parser.add_argument("--width", type=float, default=None, help="evolution thresholds μ ± width·σ (2)")
+    parser.add_argument("--no-fusion", action="store_true", help="no relation fusion (suppression only)")
+    parser.add_argument("--simple-paths", action="store_true", help="krag paths never revisit a node")
+    parser.add_argument("--one-top-m", action="store_true", help="one top-M over all path lengths")
+    parser.add_argument("--repeat-train", action="store_true", help="the same training set every iteration")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     console = Console(stderr=True)
-    pipeline = {} if args.paths_per_seed is None else {"paths_per_seed": args.paths_per_seed}
+    pipeline: dict[str, object] = (
+        {} if args.paths_per_seed is None else {"paths_per_seed": args.paths_per_seed}
+    )
+    if args.simple_paths:
+        pipeline["walks"] = False
+    if args.one_top_m:
+        pipeline["per_length"] = False
     feedback: dict[str, object] = {"gold_others": args.gold_others}
     if args.alpha_step is not None:
         feedback.update(eta_alpha=args.alpha_step, max_alpha_step=args.alpha_step)
+    for name in ("eta", "max_step", "suppression_factor", "width"):
+        if getattr(args, name) is not None:
+            feedback[name] = getattr(args, name)
+    if args.no_fusion:
+        feedback["max_hops"] = 1
     result = run_evolve_bench(
         args.kb,
         args.questions,
@@ -65,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         pipeline_options=pipeline,
         feedback_options=feedback,
         train_source=args.train_source,
+        train_refresh=not args.repeat_train,
     )
     render_evolve_bench(result, Console())
     if args.json is not None:

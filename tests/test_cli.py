@@ -109,7 +109,19 @@ def test_evolve_bench_command_on_pathquestion(shared_data, tmp_path):
             "--sample", "40", "--iterations", "1", "--modes", "fixed", "--quiet", "--json", str(out),
         ],
     )  # fmt: skip
+    repeated = runner.invoke(
+        app,
+        [
+            "evolve-bench", "--kb", str(pq / "2H-kb.txt"), "--questions", str(pq / "PQ-2H.txt"),
+            "--sample", "20", "--iterations", "1", "--modes", "fixed", "--quiet", "--repeat-train",
+            "--json", str(tmp_path / "repeat.json"),
+        ],
+    )  # fmt: skip
+    assert repeated.exit_code == 0, repeated.output
+    assert json.loads((tmp_path / "repeat.json").read_text())["settings"]["train_refresh"] is False
     assert result.exit_code == 0, result.output
     assert "static" in result.output and "ACC gain" in result.output
     data = json.loads(out.read_text())
     assert data  # the per-iteration record
+    assert data["settings"]["train_refresh"] is True
+    assert data["settings"]["pipeline_options"]["walks"] is True

@@ -209,6 +209,28 @@ def test_learned_and_fixed_modes_share_noise_and_queries() -> None:
     assert learned[1].alpha is not None and learned[1].alpha != 0.5
 
 
+def test_iteration_batches_are_fresh_then_wrap_around() -> None:
+    from triage_plugins.evolve_bench import _iteration_batch
+
+    pool = list(range(7))
+    assert _iteration_batch(pool, 1, 3) == [0, 1, 2]
+    assert _iteration_batch(pool, 2, 3) == [3, 4, 5]
+    assert _iteration_batch(pool, 3, 3) == [6, 0, 1]  # the pool is used up: reuse in order
+    assert _iteration_batch(pool, 1, 10) == pool
+    assert _iteration_batch([], 1, 3) == []
+
+
+def test_fresh_training_batches_draw_more_queries_than_a_repeated_set() -> None:
+    fresh = _tiny(iterations=3)
+    repeated = _tiny(iterations=3, train_refresh=False)
+    n_test = fresh.data["per_seed"][0]["test"]
+    assert repeated.data["per_seed"][0]["train"] == n_test
+    assert fresh.data["per_seed"][0]["train"] > n_test
+    assert fresh.settings["train_refresh"] is True and repeated.settings["train_refresh"] is False
+    # same static baseline: only what is trained on differs
+    assert fresh.mean_rows("fixed")[0].accuracy == repeated.mean_rows("fixed")[0].accuracy
+
+
 def test_chunk_level_runs() -> None:
     result = _tiny(iterations=2, unit="chunk")
     rows = result.mean_rows("fixed")

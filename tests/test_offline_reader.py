@@ -128,6 +128,29 @@ def test_a_longer_path_answers_a_shorter_question_with_its_prefix(pq_reader):
     assert (answer.entity, answer.hops) == ("norway", 2)
 
 
+def test_a_fused_shortcut_reads_as_the_hops_it_abstracts():
+    # EvoRAG relation fusion adds (ann, spouse/place_of_birth, paris) for ann -spouse-> x -pob-> paris
+    reader = ExtractiveReader([*PQ_RELATIONS, "spouse/place_of_birth", "not/a_relation"])
+    assert reader.shortcuts == {"spouse/place_of_birth": ("spouse", "place_of_birth")}
+    assert "spouse/place_of_birth" not in reader.relations and "not/a_relation" in reader.relations
+    shortcut = [T("ann", "spouse/place_of_birth", "paris")]
+    one_hop = [T("ann", "place_of_birth", "rome")]
+    two_hop = reader.answer("the place of birth of ann 's couple ?", [one_hop, shortcut], ("ann",))
+    assert (two_hop.entity, two_hop.hops, two_hop.matched_relations) == (
+        "paris",
+        2,
+        ("spouse", "place_of_birth"),
+    )
+    # the shortcut's middle node is unknown: a one-hop question is never answered from inside it
+    spouse = [T("ann", "spouse", "bob")]
+    assert reader.answer("who is ann 's couple ?", [shortcut, spouse], ("ann",)).entity == "bob"
+    # walked from its tail, a shortcut reads backwards, hop by hop
+    assert reader._walk([T("bob", "spouse/place_of_birth", "ann")], ("ann",)) == [
+        ("place_of_birth", "-", None),
+        ("spouse", "-", "bob"),
+    ]
+
+
 def test_paths_given_from_the_answer_end_are_walked_from_the_topic(pq_reader):
     reversed_path = [T("carl", "place_of_birth", "paris"), T("ann", "parents", "carl")]
     assert (

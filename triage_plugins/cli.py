@@ -218,6 +218,13 @@ def evolve_bench_cmd(
     modes: Annotated[
         str, typer.Option(help="α modes to run: learned, fixed (comma list).")
     ] = "learned,fixed",
+    repeat_train: Annotated[
+        bool,
+        typer.Option(
+            "--repeat-train",
+            help="Answer the same training queries every iteration (default: a fresh set per iteration).",
+        ),
+    ] = False,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write every iteration as JSON here.")
     ] = None,
@@ -254,6 +261,7 @@ def evolve_bench_cmd(
                 split=split,  # type: ignore[arg-type]
                 modes=tuple(m.strip() for m in modes.split(",") if m.strip()),  # type: ignore[arg-type]
                 progress=progress,
+                train_refresh=not repeat_train,
             )
     except TriageError as exc:
         _fail(str(exc))

@@ -6,12 +6,15 @@ For each seed:
    many irrelevant ones) on ``noise`` of the (node, relation, direction) steps of the test
    questions' gold paths.
 2. **Queries.** Test queries are the dataset's (a seeded sample when ``sample`` is set); training
-   queries are generated in their local subgraphs (:func:`~triage_plugins.evolve_noise.training_queries`),
-   as many as test queries (EvoRAG §6.1).
-3. **Static baseline** (iteration 0): the reference pipeline's ``krag`` retriever with the query
-   relevance S_r alone (``reweight`` off) and the relation-aware extractive reader.
-4. **Iterations 1…K**, with the feedback learner reranking (``reweight`` on): every training query
-   is answered; the response-level feedback s = 1 when a gold answer is in the response, else 0,
+   queries are generated in their local subgraphs (:func:`~triage_plugins.evolve_noise.training_queries`,
+   EvoRAG §6.1): each iteration answers a fresh set of them, as many as test queries (§6.3: "each
+   iteration processes a set of training queries (equal in size to the test set)"), drawn without
+   repetition while the local subgraphs hold new ones, then reused in order.
+3. **Static baseline** (iteration 0): the reference pipeline's ``krag`` retriever
+   (:data:`DEFAULT_PIPELINE`) with the query relevance S_r alone (``reweight`` off) and the
+   relation-aware extractive reader (which reads a fused shortcut ``a/b`` as the hops it abstracts).
+4. **Iterations 1…K**, with the feedback learner reranking (``reweight`` on): the iteration's
+   training queries are answered; the response-level feedback s = 1 when a gold answer is in the response, else 0,
    is flipped with probability ``feedback_noise`` (EvoRAG §6.5); the learner updates the
    contribution scores and α (eq. 4–9); then one KG evolution (§5.1): fusion shortcuts are added
    to the pipeline's graph, suppression applies at ranking time. Then every test query is answered.
@@ -91,15 +94,38 @@ DEFAULT_FEEDBACK: dict[str, Any] = {
     "max_alpha_step": 0.001,
     "eta": 1.0,
     "max_step": 0.2,
+    "suppression_factor": 0.9,
+    "width": 2.0,
 }
 """Learner options of the bench (``feedback.<name>``), chosen on PQ-2H (seeds 0–1, 500 questions,
-fixed α, 20 % noise) and then applied unchanged to PQ-3H and MetaQA:
+fixed α, 20 % noise, the default pipeline and fresh training batches) and then applied unchanged
+to PQ-3H and MetaQA. ACC gains after 6 iterations with exact / 10 % / 20 % flipped feedback:
 
-- η = 1.0 with steps bounded by 0.2 (S_c units): ACC gain +9.4 against +8.9 (η = 0.5) and +8.6
-  (the learner's default η = 0.25, bound 0.1); with 20 % flipped feedback +5.9 / +5.3 / +4.3;
+- η = 1.0 with steps bounded by 0.2 (S_c units): +13.7 / +11.8 / +7.0, against +12.5 / +11.1 /
+  +6.2 at η = 0.5 and +11.6 / +9.9 / +5.6 at the learner's default (η = 0.25, bound 0.1);
+  η = 2 and 4 lost accuracy on PQ-3H under flipped feedback;
+- evolution thresholds μ ± 2σ instead of Algorithm 1's μ ± σ: +13.7 / +12.7 / +10.0 against
+  +13.9 / +12.4 / +8.7 (1.5σ: +13.6 / +12.4 / +9.7; 3σ as 2σ). σ of S_c is small (≈ 0.03: most
+  scored triples only moved through the softmax), so μ ± σ is crossed by a triple that one
+  feedback touched — one flipped feedback could suppress a true triple or fuse a path through a
+  wrong one. At 2σ the evolution acts on what several feedbacks agree on (EvoRAG §5.1:
+  "statistically significant differences rather than random fluctuations"). Measured on PQ-3H
+  (2 × 500) too: +13.3 / – / +10.0 at 2σ against +15.7 / +11.7 / +8.9 at 1σ;
+- suppression multiplies P(t) by 0.9 (at 1σ: the learner's default 0.5 gave +13.7 / +11.8 / +7.0,
+  0.8 +13.8 / +12.4 / +7.6, 0.9 +13.9 / +12.4 / +8.7 — a halving of a falsely suppressed true
+  triple's priority outweighs everything the scores learned; at 2σ 0.5 and 0.9 measure the same);
 - the learned mode starts α at 0.5 with a small step (rate and bound 0.001 per update): with the
   learner's 0.01, α slid to its 0.05 floor within two iterations and eroded the gain;
 - the fixed mode keeps α = 0.5.
+"""
+
+DEFAULT_PIPELINE: dict[str, Any] = {"n_seeds": 1, "paths_per_seed": 10, "per_length": True, "walks": True}
+"""Reference pipeline options of the bench (``hops`` is the longest test path). One seed (the
+grounded topic entity) and EvoRAG's M = 10 paths, kept per path length, over walks that may revisit
+a node. On PQ-3H (300 questions, seed 0, 20 % noise) the static accuracy is 29 % with simple paths
+and one top-10, 54 % with walks and per-length top-10: 48 % of PQ-3H gold paths revisit a node
+("X's heir's mother's place of birth"), and 1-hop paths, whose only triple touches the topic named
+in the question, otherwise fill the top-10.
 """
 
 
@@ -470,6 +496,14 @@ class _Runner:
         return len(shortcuts), len(result.suppressed) if result is not None else 0
 
 
+def _iteration_batch(pool: Sequence[_Item], k: int, n: int) -> list[_Item]:
+    """Iteration ``k``'s (1-based) training queries: the next ``n`` of ``pool``, wrapping around."""
+    if not pool:
+        return []
+    n = min(n, len(pool))
+    return [pool[(j + (k - 1) * n) % len(pool)] for j in range(n)]
+
+
 def flip(rng: random.Random, probability: float) -> bool:
     """Whether to flip one feedback (EvoRAG §6.5: a random share of the feedback is inverted)."""
     return probability > 0.0 and rng.random() < probability
@@ -496,6 +530,7 @@ def run_evolve_bench(
     split: Literal["all", "dev", "test"] = "all",
     train_hops: int = 2,
     chunking: Literal["source", "subject"] = "source",
+    train_refresh: bool = True,
 ) -> EvolveBenchResult:
     """Run the EvoRAG protocol (module docstring) on a KB and a question file.
 
@@ -508,8 +543,8 @@ def run_evolve_bench(
     :param seed: first seed; ``seeds`` consecutive seeds are run and averaged.
     :param sample: test questions per seed (seeded sample); ``None`` = all.
     :param modes: ``"learned"`` (α learned with a small step) and/or ``"fixed"`` (α = 0.5).
-    :param pipeline_options: reference pipeline options (default: ``hops`` = the longest test
-        path, ``n_seeds`` = 1 (the grounded topic entity), ``paths_per_seed`` = 10, EvoRAG's M).
+    :param pipeline_options: reference pipeline options over :data:`DEFAULT_PIPELINE` (and
+        ``hops`` = the longest test path).
     :param feedback_options: learner options without the ``feedback.`` prefix (e.g. ``eta``).
     :param progress: ``progress(label, total)`` returns a ``tick()`` callable.
     :param data: already loaded ``(kb triples, questions, note)`` (skips loading).
@@ -520,6 +555,11 @@ def run_evolve_bench(
         in a permutation seeded ``"dev-split"`` is dev), so settings can be chosen on dev and
         reported on test; ``"all"`` uses every question.
     :param train_hops: longest training path (EvoRAG §6.1: two).
+    :param train_refresh: each iteration answers a fresh set of training queries, as many as
+        test queries, drawn without repetition from the same local subgraphs (EvoRAG §6.3: "each
+        iteration processes a set of training queries (equal in size to the test set)"); when the
+        subgraphs hold fewer distinct queries, the pool is reused in order. ``False``: the same
+        set every iteration.
     :param chunking: chunk level only: ``"source"`` (injected facts in their own ``noise:<subject>``
         chunk, as if from another document) or ``"subject"`` (one chunk per subject, noise mixed in).
     """
@@ -547,7 +587,7 @@ def run_evolve_bench(
         random.Random("dev-split").shuffle(order)
         dev = set(order[::5])
         all_questions = [q for k, q in enumerate(all_questions) if (k in dev) == (split == "dev")]
-    popts: dict[str, Any] = {"hops": max_hops, "n_seeds": 1, "paths_per_seed": 10, **(pipeline_options or {})}
+    popts: dict[str, Any] = {"hops": max_hops, **DEFAULT_PIPELINE, **(pipeline_options or {})}
     fopts = dict(feedback_options or {})
     runs: list[RunResult] = []
     data_notes: dict[str, Any] = {
@@ -586,15 +626,16 @@ def run_evolve_bench(
                 if train is None:
                     # EvoRAG §6.1: training queries from the subgraphs retrieved for the test queries
                     by_id = {q.id: subgraphs[f"test-{q.id}"] for q in test_q}
+                    wanted = len(test_q) * (max(iterations, 1) if train_refresh else 1)
                     if train_source == "retrieved":
                         train_q = training_queries(
-                            triples, test_q, len(test_q), seed=s, paths=by_id, max_hops=train_hops
+                            triples, test_q, wanted, seed=s, paths=by_id, max_hops=train_hops
                         )
                     else:
                         train_q = training_queries(
                             triples,
                             test_q,
-                            len(test_q),
+                            wanted,
                             seed=s,
                             neighbourhood=noisy.triples,
                             max_hops=train_hops,
@@ -606,8 +647,9 @@ def run_evolve_bench(
                 flip_rng = random.Random(f"flip-{s}")
                 for k in range(1, iterations + 1):
                     t0 = time.perf_counter()
-                    tick = bar(f"{label}: iteration {k}", len(train) + len(test))
-                    train_acc, n_flipped = runner.train(train, order_rng, flip_rng, feedback_noise, tick)
+                    tick = bar(f"{label}: iteration {k}", min(len(train), len(test)) + len(test))
+                    batch = _iteration_batch(train, k, len(test)) if train_refresh else train
+                    train_acc, n_flipped = runner.train(batch, order_rng, flip_rng, feedback_noise, tick)
                     n_short, n_supp = runner.evolve()
                     acc, em, f1, prob = runner.evaluate(test, tick)
                     rows.append(
@@ -645,6 +687,7 @@ def run_evolve_bench(
         "train_source": train_source,
         "split": split,
         "train_hops": train_hops,
+        "train_refresh": train_refresh,
         "chunking": chunking,
         "pipeline_options": popts,
         "feedback_options": {**DEFAULT_FEEDBACK, **fopts},

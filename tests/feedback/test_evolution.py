@@ -149,6 +149,23 @@ def test_chunk_level_evolution_suppresses_but_never_fuses() -> None:
     assert result.suppressed == {"c6", "c7"}
 
 
+def test_threshold_width_moves_tau_low_to_mu_minus_k_sigma() -> None:
+    raw = np.random.default_rng(3).normal(100.0, 30.0, 200).clip(0.0, 200.0)
+
+    def evolve(width: float) -> frozenset[str]:
+        scores = ContributionScores(MemoryScoreStore(), "chunk")
+        for k, r in enumerate(raw):
+            scores.set(f"c{k}", float(r))
+        return KGEvolution(scores, suppress_after=1, width=width).evolve().suppressed
+
+    s_c = raw / 200.0
+    mu, sigma = score_thresholds(s_c.tolist())
+    one, two = evolve(1.0), evolve(2.0)
+    assert one == {f"c{k}" for k in np.flatnonzero(s_c < mu - sigma)}
+    assert two == {f"c{k}" for k in np.flatnonzero(s_c < mu - 2.0 * sigma)}
+    assert 0 < len(two) < len(one) and two < one
+
+
 def test_invalid_settings() -> None:
     scores = ContributionScores(None, "triple")
     with pytest.raises(ConfigError):
@@ -157,3 +174,5 @@ def test_invalid_settings() -> None:
         KGEvolution(scores, suppression_factor=0.0)
     with pytest.raises(ConfigError):
         KGEvolution(scores, rule="max")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        KGEvolution(scores, width=0.0)

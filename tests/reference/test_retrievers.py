@@ -111,3 +111,23 @@ def test_krag_per_length_keeps_m_paths_of_each_length():
     split = krag_retrieve(CHAIN, _index(), "a", ["a"], n_seeds=1, hops=2, paths_per_seed=1, per_length=True)
     assert len(shared.paths) == 1
     assert sorted(len(p) for p in split.paths) == [1, 2]
+
+
+def test_krag_walks_reach_paths_that_come_back_to_a_node():
+    # "the place of birth of ann's child's parent": the gold path walks back to ann
+    g = GraphView(
+        [
+            T("ann", "children", "bob"),
+            T("bob", "parents", "ann"),
+            T("ann", "place_of_birth", "paris"),
+            T("bob", "place_of_birth", "rome"),
+        ]
+    )
+    loop = ("ann|children|bob", "bob|parents|ann", "ann|place_of_birth|paris")
+    idx = RelevanceIndex(g, BagOfWords(["ann", "bob", "children", "parents", "place", "birth"]))
+    simple = krag_retrieve(g, idx, "ann", ["ann"], n_seeds=1, hops=3, paths_per_seed=50)
+    walks = krag_retrieve(g, idx, "ann", ["ann"], n_seeds=1, hops=3, paths_per_seed=50, walks=True)
+    assert loop not in simple.paths
+    assert loop in walks.paths
+    assert set(simple.paths) < set(walks.paths)
+    assert all(len(set(p)) == len(p) for p in walks.paths)  # never the same triple twice

@@ -238,11 +238,14 @@ class GoldEvaluator:
     held-out accuracy 0.558 → 0.367 after 3 rounds (4 seeds), ``misled`` 0.558 → 0.550,
     ``neutral`` 0.558 → 0.592. Under the EvoRAG protocol (training queries in the test queries'
     local subgraphs, 20 % conflicting noise, 6 iterations, fixed α; gains in ACC points, neutral /
-    penalize / misled): PQ-2H +8.9 / +5.8 / −2.0, PQ-3H +2.1 / −0.7 / −3.3, MetaQA 2-hop +6.5 /
-    +7.5 / +6.9. With ``None`` only the paths that answered are ever updated, and triples that
-    answer many easy training questions drift up until they crowd the test paths out of the
-    top-M; with ``−1`` every irrelevant path is punished. ``neutral`` is the only mode that helps
-    in every setting measured.
+    penalize / misled), first with simple paths and one training set repeated every iteration:
+    PQ-2H +8.9 / +5.8 / −2.0, PQ-3H +2.1 / −0.7 / −3.3, MetaQA 2-hop +6.5 / +7.5 / +6.9; then with
+    the bench's current pipeline and fresh training batches: PQ-3H +15.7 / – / +5.7 (2 × 500,
+    μ ± σ), and ``penalize`` reads no feedback at all (PQ-2H: +9.4 with 0, 10 and 20 % flipped
+    feedback alike), so it cannot stand for learning from feedback. With ``None`` only the paths
+    that answered are ever updated, and triples that answer many easy training questions drift up
+    until they crowd the test paths out of the top-M; with ``−1`` every irrelevant path is
+    punished. ``neutral`` is the only mode that helps in every setting measured.
 
     The response's answer entities are those of :meth:`AnswerSupportEvaluator.answer_targets`.
     No gold answers and no gold paths: ``None`` for every path.

@@ -243,6 +243,7 @@ class KGEvolution:
     :param rule: ``"all"`` or ``"average"`` (module docstring).
     :param suppress_after: consecutive low evolutions before suppression (default 3).
     :param suppression_factor: multiplier of P(t) while suppressed (default 0.5).
+    :param width: k of the thresholds τ_high = μ + k·σ and τ_low = μ − k·σ (default 1, Algorithm 1).
     """
 
     def __init__(
@@ -254,9 +255,13 @@ class KGEvolution:
         rule: FusionRule = "average",
         suppress_after: int = 3,
         suppression_factor: float = 0.5,
+        width: float = 1.0,
     ) -> None:
         if rule not in ("all", "average"):
             raise ConfigError(f"fusion rule must be 'all' or 'average', got {rule!r}")
+        if not (isinstance(width, int | float) and math.isfinite(width) and width > 0):
+            raise ConfigError(f"threshold width must be a positive number of σ, got {width!r}")
+        self.width = float(width)
         self.scores = scores
         self.max_hops = int(max_hops)
         self.labeller = labeller
@@ -289,7 +294,7 @@ class KGEvolution:
             shortcuts = fuse_relations(
                 triples,
                 s_c,
-                mu + sigma,
+                mu + self.width * sigma,
                 max_hops=self.max_hops,
                 labeller=self.labeller,
                 rule=self.rule,
@@ -300,7 +305,7 @@ class KGEvolution:
                 self.shortcut_pairs.add((sc.triple.subject, sc.triple.object))
             if shortcuts:
                 self.scores.set_param(self._pairs_param, sorted(self.shortcut_pairs))
-        suppressed, recovered = self.suppressor.observe(s_c, mu - sigma)
+        suppressed, recovered = self.suppressor.observe(s_c, mu - self.width * sigma)
         self.scores.set_param(self._state_param, self.suppressor.state())
         log.info(
             "evolution: mu=%.3f sigma=%.3f over %d units; %d shortcut(s), %d suppressed, %d recovered",

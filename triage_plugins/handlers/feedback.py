@@ -26,8 +26,8 @@ else answer support; or ``"answer"``, ``"gold"``, ``"llm"``, or a ``PathEvaluato
 :class:`~triage_plugins.feedback.evaluators.GoldEvaluator`), ``llm`` (the
 judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), ``relevance``
 (``relevance(query, texts) -> S_r``), ``memory`` (1024 queries), ``max_hops`` (3), ``fusion_rule``
-(``"average"``), ``labeller``, ``suppress_after`` (3), ``suppression_factor`` (0.5), ``init`` (100),
-``scale`` (200).
+(``"average"``), ``labeller``, ``suppress_after`` (3), ``suppression_factor`` (0.5), ``width``
+(1: evolution thresholds μ ± width·σ), ``init`` (100), ``scale`` (200).
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ DEFAULTS: dict[str, Any] = {
     "labeller": join_relations,
     "suppress_after": 3,
     "suppression_factor": 0.5,
+    "width": 1.0,
     "init": 100.0,
     "scale": 200.0,
 }
@@ -216,6 +217,7 @@ class FeedbackLearner:
             rule=o["fusion_rule"],
             suppress_after=o["suppress_after"],
             suppression_factor=o["suppression_factor"],
+            width=o["width"],
         )
         return _Model(scores, optimizer, evolution)
 

@@ -18,6 +18,9 @@ It reads the question the way an LLM reader would read its relations:
    and every prefix of it against that relation path: an exact match beats a match of the asked
    (last) relation, which beats a longer in-order partial match (LCS), then more relations in
    common, then a closer length, then the retriever's rank.
+   A fused shortcut (EvoRAG relation fusion, label ``a/b`` when ``a`` and ``b`` are relations of
+   the KB) is read as the hops it abstracts, forwards from its head, backwards from its tail; its
+   inner nodes are unknown, so no prefix that stops inside it can answer.
 3. **Answer** with the node the best candidate ends on; when no relation of the question matches
    any path, fall back to the top-ranked path; with nothing retrieved, answer :data:`NO_ANSWER`.
 
@@ -45,6 +48,7 @@ __all__ = ["DEFAULT_GLOSS", "NO_ANSWER", "ExtractiveReader", "ParsedQuestion", "
 log = logging.getLogger("triage.offline.reader")
 
 NO_ANSWER = ""
+SHORTCUT_SEP = "/"
 
 Step = tuple[str, str | None]  # (relation, "+" | "-" | None for either direction)
 
@@ -342,7 +346,17 @@ class ExtractiveReader:
         *,
         use_default_gloss: bool = True,
     ) -> None:
-        self.relations = tuple(dict.fromkeys(relations))
+        given = tuple(dict.fromkeys(relations))
+        base = set(given)
+        #: fused shortcut labels (``a/b``, EvoRAG §5.1) -> the relations they abstract, walked forwards
+        self.shortcuts: dict[str, tuple[str, ...]] = {
+            rel: parts
+            for rel in given
+            if SHORTCUT_SEP in rel
+            and len(parts := tuple(rel.split(SHORTCUT_SEP))) >= 2
+            and all(p in base for p in parts)
+        }
+        self.relations = tuple(r for r in given if r not in self.shortcuts)
         known = set(self.relations)
         lexicon: dict[tuple[str, ...], list[Step]] = {}
 
@@ -555,6 +569,8 @@ class ExtractiveReader:
         scored: list[tuple[tuple, int, int]] = []
         for index, walk in enumerate(walks):
             for k in range(1, len(walk) + 1):
+                if walk[k - 1][2] is None:  # inside a shortcut: no node to answer with
+                    continue
                 steps = [(rel, d) for rel, d, _ in walk[:k]]
                 quality = max(
                     (self._score(reading, steps, priority) for priority, reading in readings),
@@ -612,8 +628,9 @@ class ExtractiveReader:
         preferred = sum(ok(reading[i][:1], steps[i]) for i in range(n)) if exact else 0
         return (exact, last, lcs, bag, preferred, -abs(n - m), priority)
 
-    @staticmethod
-    def _walk(path: Sequence[Triple], topic_entities: Sequence[str]) -> list[tuple[str, str, str]]:
+    def _walk(
+        self, path: Sequence[Triple], topic_entities: Sequence[str]
+    ) -> list[tuple[str, str, str | None]]:
         """``[(relation, direction, node reached)]`` walking ``path`` from the topic entity."""
         triples = list(path)
         if not triples:
@@ -644,16 +661,19 @@ class ExtractiveReader:
                 )
             else:
                 start = first.subject
-        walk = []
+        walk: list[tuple[str, str, str | None]] = []
         node = start
         for t in triples:
-            if t.subject == node:
-                node = t.object
-                walk.append((t.predicate, "+", node))
-            elif t.object == node:
-                node = t.subject
-                walk.append((t.predicate, "-", node))
-            else:  # a gap in the path: read the triple forwards
-                node = t.object
-                walk.append((t.predicate, "+", node))
+            if t.subject == node or t.object != node:  # forwards (or a gap: read it forwards)
+                node, direction = t.object, "+"
+            else:
+                node, direction = t.subject, "-"
+            parts = self.shortcuts.get(t.predicate)
+            if parts is None:
+                walk.append((t.predicate, direction, node))
+                continue
+            # a fused shortcut reads as the hops it abstracts; its inner nodes are unknown
+            steps = [(p, "+") for p in parts] if direction == "+" else [(p, "-") for p in reversed(parts)]
+            walk.extend((rel, d, None) for rel, d in steps[:-1])
+            walk.append((*steps[-1], node))
         return walk

@@ -119,7 +119,8 @@ class ReferencePipeline:
         extractive reader over the graph's relations).
     :param retriever: default retriever name, one of :data:`RETRIEVERS`.
     :param options: retriever settings (``hops``, ``beam``, ``n_seeds``, ``paths_per_seed``,
-        ``top_k`` for the LightRAG-style seeds, ``path_top_k``).
+        ``per_length`` and ``walks`` for ``krag``, ``top_k`` for the LightRAG-style seeds,
+        ``path_top_k``).
     """
 
     framework = FRAMEWORK
@@ -147,6 +148,7 @@ class ReferencePipeline:
             "n_seeds": 10,
             "paths_per_seed": 10,
             "per_length": False,
+            "walks": False,
             "top_k": 5,
             "path_top_k": 10,
         }
@@ -271,6 +273,7 @@ class ReferencePipeline:
             hops=o["hops"],
             paths_per_seed=o["paths_per_seed"],
             per_length=o["per_length"],
+            walks=o["walks"],
             priority=self._priority(question, query_id),
         )
 
