@@ -14,8 +14,8 @@ For each seed:
    (:data:`DEFAULT_PIPELINE`) with the query relevance S_r alone (``reweight`` off) and the
    relation-aware extractive reader (which reads a fused shortcut ``a/b`` as the hops it abstracts).
 4. **Iterations 1…K**, with the feedback learner reranking (``reweight`` on): the iteration's
-   training queries are answered; the response-level feedback s = 1 when a gold answer is in the response, else 0,
-   is flipped with probability ``feedback_noise`` (EvoRAG §6.5); the learner updates the
+   training queries are answered; the response-level feedback s = 1 when a gold answer is in the
+   response, else 0, is flipped with probability ``feedback_noise`` (EvoRAG §6.5); the learner updates the
    contribution scores and α (eq. 4–9); then one KG evolution (§5.1): fusion shortcuts are added
    to the pipeline's graph, suppression applies at ranking time. Then every test query is answered.
 
@@ -102,8 +102,8 @@ fixed α, 20 % noise, the default pipeline and fresh training batches) and then 
 to PQ-3H and MetaQA. ACC gains after 6 iterations with exact / 10 % / 20 % flipped feedback:
 
 - η = 1.0 with steps bounded by 0.2 (S_c units): +13.7 / +11.8 / +7.0, against +12.5 / +11.1 /
-  +6.2 at η = 0.5 and +11.6 / +9.9 / +5.6 at the learner's default (η = 0.25, bound 0.1);
-  η = 2 and 4 lost accuracy on PQ-3H under flipped feedback;
+  +6.2 at η = 0.5 and +11.6 / +9.9 / +5.6 at the learner's default (η = 0.25, bound 0.1) — all
+  at μ ± σ with suppression factor 0.5; η = 2 and 4 lost accuracy on PQ-3H under flipped feedback;
 - evolution thresholds μ ± 2σ instead of Algorithm 1's μ ± σ: +13.7 / +12.7 / +10.0 against
   +13.9 / +12.4 / +8.7 (1.5σ: +13.6 / +12.4 / +9.7; 3σ as 2σ). σ of S_c is small (≈ 0.03: most
   scored triples only moved through the softmax), so μ ± σ is crossed by a triple that one
