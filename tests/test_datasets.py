@@ -7,7 +7,6 @@ present (skipped otherwise) and checked against the counts in their SOURCE.md.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -266,11 +265,8 @@ def test_real_metaqa_counts():
     qa1, qa2 = DATA / "metaqa" / "1-hop" / "qa_test.txt", DATA / "metaqa" / "2-hop" / "qa_test.txt"
     notes2 = derived / "2hop_qa_test_annotated.jsonl"
     _need(*parts, qa1, qa2, notes2)
-    start = time.perf_counter()
-    kb = load_kb(parts)
-    seconds = time.perf_counter() - start
+    kb = load_kb(parts)  # load time: benchmarks/bench_core.py
     assert len(kb) == 128_512 and kb.report.duplicates == 0
-    assert seconds < 3.0
     assert len({t.predicate for t in kb}) == 9
     assert sum(t.predicate == "directed_by" for t in kb) == 15_360
     assert len(load_questions(qa1)) == 9947

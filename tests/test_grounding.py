@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import unicodedata
 from pathlib import Path
 
@@ -441,24 +440,15 @@ def test_metaqa_scale_and_bracketed_topics(shared_data: Path) -> None:
             s, r, o = line.split("|")
             triples.append(Triple(line, s, r, o))
     graph = GraphView(triples)
-    t0 = time.perf_counter()
-    gr = Grounder(graph)
-    build = time.perf_counter() - t0
-    assert build < 5.0  # measured ≈0.6 s; loose bound for a shared machine
+    gr = Grounder(graph)  # build and per-query cost: benchmarks/bench_core.py
     questions = (
         (shared_data / "metaqa" / "1-hop" / "qa_dev.txt").read_text(encoding="utf-8").splitlines()[:500]
     )
-    t0 = time.perf_counter()
     results = [gr.ground(q.split("\t")[0]) for q in questions]
-    per_query = (time.perf_counter() - t0) / len(questions)
-    assert per_query < 1e-3
     for q, g in zip(questions, results, strict=True):
         topic = q[q.index("[") + 1 : q.index("]")]
         assert g.mentions == (topic,)
         assert g.grounding[topic] == (topic if graph.has_node(topic) else None)
     long_q = "Did the director of Inception also direct Interstellar, and which films did Christopher Nolan write later?"
-    t0 = time.perf_counter()
-    for _ in range(200):
-        g = gr.ground(long_q)
-    assert (time.perf_counter() - t0) / 200 < 1e-3
+    g = gr.ground(long_q)
     assert {"Inception", "Interstellar", "Christopher Nolan"} <= set(g.nodes)

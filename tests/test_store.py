@@ -6,7 +6,6 @@ import math
 import multiprocessing
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -621,17 +620,13 @@ def test_closed_store_raises(tmp_path: Path) -> None:
         s.add_score("triple", "t", 1.0)
 
 
-def test_single_writes_are_fast(store: Store) -> None:
-    """DESIGN §2 budget: writes run on the worker, but each should cost well under 1 ms (guard at 5 ms)."""
+def test_many_single_writes_all_land(store: Store) -> None:
+    """Write cost per event and per metric is measured in benchmarks/bench_core.py (DESIGN §2 budget)."""
     event = one_of_each_event()[2]
     n = 300
-    start = time.perf_counter()
     for _ in range(n):
         store.record_event(event)
-    per_event = (time.perf_counter() - start) / n
-    start = time.perf_counter()
     for i in range(n):
         store.record_metric("query", f"q{i}", "ERC", 0.5, framework="f")
-    per_metric = (time.perf_counter() - start) / n
-    assert per_event < 0.005, per_event
-    assert per_metric < 0.005, per_metric
+    counts = store.counts()
+    assert counts["events"] >= n and counts["metrics"] >= n

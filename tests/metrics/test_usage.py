@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
-import time
 
 import networkx as nx
 import pytest
@@ -521,16 +519,11 @@ def _two_hundred_triples() -> RetrievalEvent:
     return retrieval(tuple(triples), mentions)
 
 
-def test_gold_free_usage_metrics_take_under_0_2_ms_on_200_triples() -> None:
+def test_gold_free_usage_metrics_on_200_triples() -> None:
+    # latency (≈ 0.1 ms) is measured in benchmarks/bench_core.py and bench_metrics.py
     event = _two_hundred_triples()
     gen = answer("Entity 5 rel 3 Entity 3", {"Entity 5": "Entity 5", "Entity 3": "Entity 3"})
     assert len(event.subgraph.triples) == 200
-    medians = []
-    for _ in range(5):  # best of 5 batch medians: robust to a busy shared machine
-        times = []
-        for _ in range(200):
-            start = time.perf_counter()
-            usage_metrics(event, gen)
-            times.append(time.perf_counter() - start)
-        medians.append(statistics.median(times))
-    assert min(medians) <= 0.2e-3, f"median {min(medians) * 1e3:.3f} ms"
+    first, again = usage_metrics(event, gen), usage_metrics(event, gen)
+    assert first == again  # a pure function of its inputs
+    assert first["QGR"].value == 3 / 4  # "Nobody" is not in the graph
