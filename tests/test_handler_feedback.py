@@ -195,7 +195,8 @@ def test_memory_is_bounded() -> None:
 
 def test_evolve_returns_shortcuts_from_the_graph() -> None:
     hop = Triple.of("Christopher Nolan", "born_in", "London")
-    mids = [Triple.of(f"M{k}", "m", f"N{k}") for k in range(4)]
+    # many untouched triples keep σ small enough for the default μ + 2σ to be reachable
+    mids = [Triple.of(f"M{k}", "m", f"N{k}") for k in range(40)]
     learner = _learner()
     learner.triage_graph(GraphEvent("ref", GraphView([GOOD, hop, BAD, *mids])))
     scores = learner.model().scores
