@@ -77,6 +77,7 @@ __all__ = [
     "embedded_corpus",
     "load_corpus_dir",
     "load_question_file",
+    "missing_package",
     "parse_query_id",
     "query_id",
     "register_runner",
@@ -354,6 +355,18 @@ class ReferenceRunner:
         return out
 
 
+def missing_package(module: str, extra: str, package: str | None = None) -> str | None:
+    """Why a runner cannot run when ``module`` is not importable, else ``None``.
+
+    :param extra: the project extra that installs it; ``package`` names it in the message (default: ``module``).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        return f"{package or module} is not installed (pip install 'triage-plugins[{extra}]')"
+    return None
+
+
 class PendingRunner:
     """A registry entry for a framework whose compare runner is not written yet.
 
@@ -367,18 +380,15 @@ class PendingRunner:
         self._module, self._extra, self._adapter = module, extra, adapter
 
     def available(self) -> tuple[bool, str]:
-        import importlib.util
-
-        if importlib.util.find_spec(self._module) is None:
-            return False, f"{self._module} is not installed (pip install 'triage-plugins[{self._extra}]')"
-        return False, f"runner not available yet: {self._adapter} has no compare runner (pending)"
+        missing = missing_package(self._module, self._extra)
+        return False, missing or f"runner not available yet: {self._adapter} has no compare runner (pending)"
 
     def run(self, *args: Any, **kwargs: Any) -> None:
         raise ConfigError(f"{self.name}: {self.available()[1]}")
 
 
 register_runner(ReferenceRunner())
-# TODO(compare): real runners over adapters/triage_* once they expose a corpus-driving entry point.
+# Placeholders: an installed adapter's runner (entry point group triage.compare) takes precedence.
 register_runner(
     PendingRunner("lightrag", ("local", "global", "hybrid", "mix"), "lightrag", "lightrag", "triage_lightrag")
 )

@@ -9,7 +9,6 @@ Indexes the corpus chunks (one input file per chunk) with ``offline_config`` and
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import os
 import re
@@ -18,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from triage_plugins.compare import Corpus, Progress, Question, query_id
+from triage_plugins.compare import Corpus, Progress, Question, missing_package, query_id
 
 _TABLES = ("entities", "communities", "community_reports", "text_units", "relationships")
 
@@ -29,9 +28,8 @@ class GraphRAGRunner:
     modes = ("local", "global")
 
     def available(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("graphrag") is None:
-            return False, "graphrag is not installed (pip install 'triage-plugins[graphrag]')"
-        return True, ""
+        missing = missing_package("graphrag", "graphrag")
+        return missing is None, missing or ""
 
     def retriever_of(self, mode: str) -> str:
         return mode

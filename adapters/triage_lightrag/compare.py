@@ -9,14 +9,13 @@ compare query ids, then gold feedback rounds with reweighting. It emits only; co
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import tempfile
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from triage_plugins.compare import Corpus, Progress, Question, query_id
+from triage_plugins.compare import Corpus, Progress, Question, missing_package, query_id
 
 
 class LightRAGRunner:
@@ -25,9 +24,8 @@ class LightRAGRunner:
     modes = ("local", "global", "hybrid", "mix", "naive")
 
     def available(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("lightrag") is None:
-            return False, "lightrag-hku is not installed (pip install 'triage-plugins[lightrag]')"
-        return True, ""
+        missing = missing_package("lightrag", "lightrag", "lightrag-hku")
+        return missing is None, missing or ""
 
     def retriever_of(self, mode: str) -> str:
         return mode

@@ -8,11 +8,10 @@ with the compare query ids; gold feedback rounds with ``TriagePostprocessor`` re
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
-from triage_plugins.compare import Corpus, Progress, Question, query_id
+from triage_plugins.compare import Corpus, Progress, Question, missing_package, query_id
 
 _SUB = {"synonym": "LLMSynonymRetriever", "vector": "VectorContextRetriever"}
 
@@ -25,9 +24,8 @@ class LlamaIndexRunner:
     modes = ("synonym", "vector")
 
     def available(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("llama_index.core") is None:
-            return False, "llama-index-core is not installed (pip install 'triage-plugins[llamaindex]')"
-        return True, ""
+        missing = missing_package("llama_index.core", "llamaindex", "llama-index-core")
+        return missing is None, missing or ""
 
     def retriever_of(self, mode: str) -> str:
         return f"PGRetriever({_SUB[mode]})"

@@ -227,19 +227,22 @@ class _TriageRankedPG:
     _triage_min_priority: float | None
     _triage_relation_provenance: bool
 
-    def _triage_setup(
+    def __init__(
         self,
-        manager: TriageManager | None,
-        reweight: bool,
-        top_n: int | None,
-        min_priority: float | None,
-        relation_provenance: bool,
+        *args: Any,
+        triage_manager: TriageManager | None = None,
+        reweight: bool = True,
+        top_n: int | None = None,
+        min_priority: float | None = None,
+        relation_provenance: bool = False,
+        **kwargs: Any,
     ) -> None:
-        self._triage_manager = manager
+        self._triage_manager = triage_manager
         self._triage_reweight = reweight
         self._triage_top_n = top_n
         self._triage_min_priority = min_priority
         self._triage_relation_provenance = relation_provenance
+        super().__init__(*args, **kwargs)  # the LlamaIndex sub-retriever
 
     def retrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
         token = _current_query.set(query_bundle)
@@ -290,19 +293,6 @@ class TriageLLMSynonymRetriever(_TriageRankedPG, LLMSynonymRetriever):
     ``min_priority`` and ``relation_provenance`` (see the module docstring).
     """
 
-    def __init__(
-        self,
-        *args: Any,
-        triage_manager: TriageManager | None = None,
-        reweight: bool = True,
-        top_n: int | None = None,
-        min_priority: float | None = None,
-        relation_provenance: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        self._triage_setup(triage_manager, reweight, top_n, min_priority, relation_provenance)
-        super().__init__(*args, **kwargs)
-
 
 class TriageVectorContextRetriever(_TriageRankedPG, VectorContextRetriever):
     """``VectorContextRetriever`` whose triplets are ranked by triage priority.
@@ -310,19 +300,6 @@ class TriageVectorContextRetriever(_TriageRankedPG, VectorContextRetriever):
     Takes ``VectorContextRetriever``'s arguments plus ``triage_manager``, ``reweight``, ``top_n``,
     ``min_priority`` and ``relation_provenance`` (see the module docstring).
     """
-
-    def __init__(
-        self,
-        *args: Any,
-        triage_manager: TriageManager | None = None,
-        reweight: bool = True,
-        top_n: int | None = None,
-        min_priority: float | None = None,
-        relation_provenance: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        self._triage_setup(triage_manager, reweight, top_n, min_priority, relation_provenance)
-        super().__init__(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------- persistence
