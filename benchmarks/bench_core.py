@@ -23,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from triage_plugins.events import GenerationEvent, RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.events import GenerationEvent, RetrievalEvent, Subgraph, Triple
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -81,11 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="batches per figure (the best is kept)")
     args = parser.parse_args(argv)
 
-    from triage_plugins.config import TriageConfig
-    from triage_plugins.handlers.gate import DefaultGate
+    from triage_plugins.contract.config import TriageConfig
     from triage_plugins.metrics.usage import usage_metrics
     from triage_plugins.offline.embedder import HashingEmbedder
     from triage_plugins.offline.world import generate_world
+    from triage_plugins.plugins.gate import DefaultGate
     from triage_plugins.store import Store
 
     print("| what | time | budget the tests used to assert |")
@@ -129,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     if not all(p.is_file() for p in (*parts, questions_file)):
         print(f"\nMetaQA not found under {args.data}: KB load and grounding skipped", file=sys.stderr)
         return 0
+    from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.datasets import load_kb
-    from triage_plugins.graph import GraphView
-    from triage_plugins.grounding import Grounder
+    from triage_plugins.kg.grounding import Grounder
 
     row(
         "MetaQA KB load (128,512 triples)", best_mean(lambda: load_kb(parts), 1, min(args.repeat, 3)), "< 3 s"

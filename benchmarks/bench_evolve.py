@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from triage_plugins.evolve_bench import render_evolve_bench, run_evolve_bench
+from triage_plugins.apps.evolve import render_evolve_bench, run_evolve_bench
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,9 +72,9 @@ def main() -> None:
 
     import triage_graphrag
     from triage_graphrag.offline import offline_config
-    from triage_plugins.config import TriageConfig
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.contract.config import TriageConfig
     from triage_plugins.offline.world import generate_world
+    from triage_plugins.runtime.manager import TriageManager
 
     t0 = time.perf_counter()
     build(args.root, args.seed)

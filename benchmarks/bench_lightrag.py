@@ -38,8 +38,8 @@ async def run(
 
     from triage_lightrag import instrument
     from triage_lightrag.testing import build_rag
-    from triage_plugins.manager import TriageManager
     from triage_plugins.offline.world import generate_world
+    from triage_plugins.runtime.manager import TriageManager
 
     n_blocks = max(1, n_queries // (2 * block))  # blocks per role assignment
     world = generate_world(seed)

@@ -32,8 +32,8 @@ from llama_index.core.schema import TextNode
 
 from triage_llamaindex import instrument
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM
-from triage_plugins.manager import TriageManager
 from triage_plugins.offline.world import generate_world
+from triage_plugins.runtime.manager import TriageManager
 
 
 def world_corpus(seed: int, n_questions: int) -> tuple[list[TextNode], list[str]]:

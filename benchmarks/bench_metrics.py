@@ -32,8 +32,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from triage_plugins.events import RetrievalEvent, Subgraph, Triple
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.events import RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.metrics.validation import SIMILARITY_TOLERANCE, dead_node_ratio, semantic_redundancy_rate
 
 DEFAULT_METAQA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "metaqa" / "derived"

@@ -42,15 +42,15 @@ def main() -> int:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
     from triage_plugins.datasets import load_kb, load_questions
-    from triage_plugins.grounding import shared_grounder
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.kg.grounding import shared_grounder
     from triage_plugins.metrics.usage import usage_metrics
     from triage_plugins.reference.pipeline import ReferencePipeline
+    from triage_plugins.runtime.manager import TriageManager
 
     t0 = time.perf_counter()
     parts = sorted((DATA / "derived").glob("kb_reconstructed.part*.txt"))
     triples = load_kb(parts)
-    from triage_plugins.graph import GraphView
+    from triage_plugins.contract.graph_view import GraphView
 
     graph = GraphView(triples)
     load_s = time.perf_counter() - t0

@@ -20,8 +20,8 @@ import pandas as pd
 
 from triage_graphrag import feedback, local_search, observe_index
 from triage_graphrag.offline import offline_config
-from triage_plugins.config import TriageConfig
-from triage_plugins.manager import TriageManager
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.runtime.manager import TriageManager
 
 DOCS = {
     "inception.txt": "Inception was directed by Christopher Nolan. Inception was produced by Syncopy. "

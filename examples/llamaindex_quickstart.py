@@ -25,8 +25,8 @@ from llama_index.core.schema import TextNode
 
 from triage_llamaindex import TriageExtractionTap, TriageLLMPathExtractor, TriagePostprocessor, instrument
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM
-from triage_plugins.config import TriageConfig
-from triage_plugins.manager import TriageManager
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.runtime.manager import TriageManager
 
 CORPUS = [
     "Nolan directed Inception.",

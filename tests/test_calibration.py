@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from triage_plugins.calibration import bca_interval, clustered_bca_interval, youden_j, youden_threshold
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.diagnosis.calibration import (
+    bca_interval,
+    clustered_bca_interval,
+    youden_j,
+    youden_threshold,
+)
 
 
 def test_youden_on_a_perfect_separation() -> None:

@@ -33,7 +33,7 @@ def test_plugins_lists_defaults_and_entry_points():
 
 
 def test_store_info_counts_rows(tmp_path):
-    from triage_plugins.events import FeedbackEvent
+    from triage_plugins.contract.events import FeedbackEvent
     from triage_plugins.store import Store
 
     path = tmp_path / "s.sqlite"
@@ -55,8 +55,8 @@ def test_store_info_missing_file_is_a_clear_error(tmp_path):
 
 
 def _fig4_events():
-    from triage_plugins.events import GenerationEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
-    from triage_plugins.graph import GraphView
+    from triage_plugins.contract.events import GenerationEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
+    from triage_plugins.contract.graph_view import GraphView
 
     t1 = Triple("t1", "Inception", "directed_by", "Christopher Nolan")
     t2 = Triple("t2", "Interstellar", "directed_by", "Chris Nolan")

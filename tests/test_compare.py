@@ -8,8 +8,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from triage_plugins.cli import app
-from triage_plugins.compare import (
+from triage_plugins.apps.compare import (
     IMPLEMENTATION_METRICS,
     RUNNERS,
     SCORE_UNITS_PARAM,
@@ -24,9 +23,18 @@ from triage_plugins.compare import (
     run_compare,
     unregister_runner,
 )
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Chunk, GenerationEvent, Gold, GraphEvent, RetrievalEvent, Subgraph, Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.cli import app
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
+    Chunk,
+    GenerationEvent,
+    Gold,
+    GraphEvent,
+    RetrievalEvent,
+    Subgraph,
+    Triple,
+)
+from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.offline.extractor import extract_chunk
 from triage_plugins.store import Store
 
@@ -261,7 +269,7 @@ class _EntryPoint:
 
 
 def test_adapters_provide_runners_through_entry_points(small_corpus: Corpus, monkeypatch) -> None:
-    from triage_plugins import compare
+    from triage_plugins.apps import compare
 
     class EpRunner(FakeRunner):
         def __init__(self) -> None:
@@ -348,7 +356,7 @@ def test_cli_compare_writes_json_and_html(tmp_path) -> None:
 
 
 def test_corpus_dir(tmp_path) -> None:
-    from triage_plugins.compare import load_corpus_dir
+    from triage_plugins.apps.compare import load_corpus_dir
 
     (tmp_path / "a.txt").write_text("First paragraph.\n\nSecond paragraph.", encoding="utf-8")
     corpus = load_corpus_dir(tmp_path)

@@ -26,7 +26,7 @@ def test_core_imports_without_any_framework():
             importlib.import_module(mod.name)
         for name in ("triage_lightrag.plugin", "triage_graphrag.plugin", "triage_llamaindex.plugin"):
             importlib.import_module(name)
-        from triage_plugins.manager import TriageManager
+        from triage_plugins.runtime.manager import TriageManager
         m = TriageManager(synchronous=True)
         assert not m.load_errors, m.load_errors
         leaked = sorted(n for n in sys.modules if n.split(".")[0] in BLOCKED)

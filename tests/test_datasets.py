@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from triage_plugins.contract.errors import DatasetError
+from triage_plugins.contract.events import Triple
 from triage_plugins.datasets import (
     KBIndex,
     detect_kb_format,
@@ -20,8 +22,6 @@ from triage_plugins.datasets import (
     load_metaqa_annotations,
     load_questions,
 )
-from triage_plugins.errors import DatasetError
-from triage_plugins.events import Triple
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

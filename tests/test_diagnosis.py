@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from triage_plugins.diagnosis import (
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.diagnosis.chain import (
     CHAIN,
     REMEDIATION,
     SIGNATURES,
@@ -14,7 +15,6 @@ from triage_plugins.diagnosis import (
     signature,
     trace,
 )
-from triage_plugins.errors import ConfigError
 from triage_plugins.metrics.result import MetricResult, na, ok
 
 GOOD = {"QGR": 1.0, "ERC": 1.0, "RRS": 1.0, "ARF": 1.0, "AGR": 1.0}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.errors import EventError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
@@ -27,8 +27,8 @@ from triage_plugins.events import (
     from_dict,
     from_json,
 )
-from triage_plugins.graph import GraphView
-from triage_plugins.ontology import Ontology, PredicateSpec
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
 
 # ----------------------------------------------------------------------------- strategies
 

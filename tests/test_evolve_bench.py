@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from triage_plugins.datasets.kb import KBIndex
-from triage_plugins.datasets.qa import QAItem
-from triage_plugins.events import Gold, Triple
-from triage_plugins.evolve_bench import (
+from triage_plugins.apps.evolve import (
     EvolveBenchResult,
     answer_correct,
     answer_f1,
@@ -18,7 +15,10 @@ from triage_plugins.evolve_bench import (
     flip,
     run_evolve_bench,
 )
-from triage_plugins.evolve_noise import inject_noise, relation_path, training_queries
+from triage_plugins.apps.evolve_noise import inject_noise, relation_path, training_queries
+from triage_plugins.contract.events import Gold, Triple
+from triage_plugins.datasets.kb import KBIndex
+from triage_plugins.datasets.qa import QAItem
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -210,7 +210,7 @@ def test_learned_and_fixed_modes_share_noise_and_queries() -> None:
 
 
 def test_iteration_batches_are_fresh_then_wrap_around() -> None:
-    from triage_plugins.evolve_bench import _iteration_batch
+    from triage_plugins.apps.evolve import _iteration_batch
 
     pool = list(range(7))
     assert _iteration_batch(pool, 1, 3) == [0, 1, 2]
@@ -255,11 +255,11 @@ def test_pathquestion_2h_smoke() -> None:
 
 
 def test_learner_passes_the_gold_mode_to_the_gold_evaluator() -> None:
-    from triage_plugins.config import TriageConfig
-    from triage_plugins.events import RetrievalEvent, Subgraph
+    from triage_plugins.contract.config import TriageConfig
+    from triage_plugins.contract.events import RetrievalEvent, Subgraph
     from triage_plugins.feedback.evaluators import GoldEvaluator
-    from triage_plugins.handlers.feedback import FeedbackLearner
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.plugins.feedback import FeedbackLearner
+    from triage_plugins.runtime.manager import TriageManager
 
     retrieval = RetrievalEvent("ref", "q1", "q?", (), {}, Subgraph(()), gold=Gold(("x",)))
     for options, expected in (({}, "neutral"), ({"feedback.gold_others": "penalize"}, "penalize")):

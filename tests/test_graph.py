@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.errors import EventError
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView, normalize_label
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.errors import EventError, TriageError
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
-from triage_plugins.grounding import FUNCTION_WORDS, STOP_WORDS, Grounder, Grounding
+from triage_plugins.contract.errors import EventError, TriageError
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.grounding import FUNCTION_WORDS, STOP_WORDS, Grounder, Grounding
 
 FIG4 = "Did the director of Inception also direct Interstellar?"
 

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from triage_plugins.config import TriageConfig
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import (
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
     Chunk,
     FeedbackEvent,
     GenerationEvent,
@@ -23,8 +23,8 @@ from triage_plugins.events import (
     Subgraph,
     Triple,
 )
-from triage_plugins.graph import GraphView
-from triage_plugins.handlers.feedback import FeedbackLearner
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.plugins.feedback import FeedbackLearner
 
 GOOD = Triple.of("Inception", "directed_by", "Christopher Nolan")
 BAD = Triple.of("Inception", "starring", "Leonardo DiCaprio")
@@ -164,7 +164,7 @@ def test_llm_evaluator_and_malformed_reply(caplog) -> None:
     learner = _learner(options={"feedback.evaluator": "llm", "feedback.llm": lambda prompt: next(replies)})
     learner.triage_retrieval(_retrieval())
     learner.triage_generation(_generation())
-    with caplog.at_level(logging.WARNING, logger="triage.handlers.feedback"):
+    with caplog.at_level(logging.WARNING, logger="triage.plugins.feedback"):
         assert learner.learn(FeedbackEvent("ref", "q1", 1.0)) is None
     assert "not valid JSON" in caplog.text
     assert learner.model().scores.scored() == {}
@@ -211,7 +211,7 @@ def test_evolve_returns_shortcuts_from_the_graph() -> None:
 
 
 def test_through_the_manager(tmp_path) -> None:
-    manager_mod = pytest.importorskip("triage_plugins.manager")
+    manager_mod = pytest.importorskip("triage_plugins.runtime.manager")
     pytest.importorskip("triage_plugins.store", reason="the store is needed for a manager with a path")
     config = TriageConfig(reweight=True)
     with manager_mod.TriageManager(

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from triage_plugins.config import TriageConfig
-from triage_plugins.events import Chunk, ExtractedTriple, ExtractionEvent, GraphEvent, Triple
-from triage_plugins.graph import GraphView
-from triage_plugins.handlers.implementation import ImplementationRecorder
-from triage_plugins.ontology import Ontology, PredicateSpec
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.events import Chunk, ExtractedTriple, ExtractionEvent, GraphEvent, Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
+from triage_plugins.plugins.implementation import ImplementationRecorder
 from triage_plugins.store import Store
 
 
@@ -94,7 +94,7 @@ def test_tau_option_is_read_from_the_config(manager):
 
 
 def test_recorder_works_through_the_manager(tmp_path):
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
 
     mgr = TriageManager(store=tmp_path / "m.sqlite", synchronous=True, entry_points=False, defaults=False)
     try:

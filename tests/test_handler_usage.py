@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from triage_plugins.config import TriageConfig
-from triage_plugins.events import GenerationEvent, Gold, GraphEvent, RetrievalEvent, Subgraph, Triple
-from triage_plugins.graph import GraphView
-from triage_plugins.handlers.gate import DefaultGate
-from triage_plugins.handlers.usage import UsageRecorder
-from triage_plugins.manager import TriageManager
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.events import GenerationEvent, Gold, GraphEvent, RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.plugins.gate import DefaultGate
+from triage_plugins.plugins.usage import UsageRecorder
+from triage_plugins.runtime.manager import TriageManager
 
 FIG4_QUERY = "Did the director of Inception also direct Interstellar?"
 T1 = Triple("t1", "Inception", "directed_by", "Christopher Nolan")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 from triage_plugins import hookimpl, hookspecs
-from triage_plugins.events import (
+from triage_plugins.contract.events import (
     Chunk,
     ExtractionEvent,
     FeedbackEvent,
@@ -16,8 +16,8 @@ from triage_plugins.events import (
     RetrievalEvent,
     Triple,
 )
-from triage_plugins.graph import GraphView
-from triage_plugins.manager import TriageManager
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.runtime.manager import TriageManager
 
 HOOKS = sorted(n for n, f in vars(hookspecs).items() if n.startswith("triage_") and inspect.isfunction(f))
 

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from triage_plugins import hookimpl
-from triage_plugins.errors import ConfigError, EventError
-from triage_plugins.events import FeedbackEvent, GateDecision, RerankRequest, RetrievalEvent
-from triage_plugins.manager import TriageManager
+from triage_plugins.contract.errors import ConfigError, EventError
+from triage_plugins.contract.events import FeedbackEvent, GateDecision, RerankRequest, RetrievalEvent
+from triage_plugins.runtime.manager import TriageManager
 
 
 def _retrieval(qid: str = "q1") -> RetrievalEvent:

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError
 from triage_plugins.offline.embedder import HashingEmbedder
 
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from triage_plugins.events import Chunk, ExtractionEvent
+from triage_plugins.contract.events import Chunk, ExtractionEvent
 from triage_plugins.offline.extractor import (
     MODEL_NAME,
     Record,

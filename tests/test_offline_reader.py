@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from triage_plugins.contract.events import Triple
 from triage_plugins.datasets import KBIndex, load_kb, load_questions
-from triage_plugins.events import Triple
 from triage_plugins.offline.reader import NO_ANSWER, ExtractiveReader
 from triage_plugins.offline.world import generate_world
 

@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Chunk, Gold
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Chunk, Gold
 from triage_plugins.offline.templates import RELATIONS
 from triage_plugins.offline.world import NoiseConfig, World, generate_world
 

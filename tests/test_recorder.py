@@ -1,4 +1,4 @@
-"""Tests of the store-writing default plugin (handlers/recorder.py)."""
+"""Tests of the store-writing default plugin (plugins/recorder.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pluggy
 
-from triage_plugins import hookspecs
-from triage_plugins.events import (
+from triage_plugins.contract import hookspecs
+from triage_plugins.contract.events import (
     Chunk,
     ExtractionEvent,
     FeedbackEvent,
@@ -16,8 +16,8 @@ from triage_plugins.events import (
     RetrievalEvent,
     Triple,
 )
-from triage_plugins.graph import GraphView
-from triage_plugins.handlers.recorder import StoreRecorder
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.plugins.recorder import StoreRecorder
 from triage_plugins.store import Store
 
 

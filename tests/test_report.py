@@ -11,11 +11,10 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from triage_plugins.apps.compare import CompareResult, CompareRow, embedded_corpus, run_compare
 from triage_plugins.cli import app
-from triage_plugins.compare import CompareResult, CompareRow, embedded_corpus, run_compare
-from triage_plugins.diagnosis import REMEDIATION
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
@@ -25,8 +24,8 @@ from triage_plugins.events import (
     Subgraph,
     Triple,
 )
-from triage_plugins.graph import GraphView
-from triage_plugins.manager import TriageManager
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.diagnosis.chain import REMEDIATION
 from triage_plugins.report import (
     build_store_report,
     chain_funnel,
@@ -38,6 +37,7 @@ from triage_plugins.report import (
     store_html,
 )
 from triage_plugins.report.html import Safe, table
+from triage_plugins.runtime.manager import TriageManager
 from triage_plugins.store import MetricRow, Store
 
 HOSTILE = "<script>alert(1)</script>"

@@ -17,11 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from triage_plugins.compare import embedded_corpus, query_id, register_runner, run_compare, unregister_runner
-from triage_plugins.events import GenerationEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
-from triage_plugins.graph import GraphView
-from triage_plugins.manager import TriageManager
+from triage_plugins.apps.compare import (
+    embedded_corpus,
+    query_id,
+    register_runner,
+    run_compare,
+    unregister_runner,
+)
+from triage_plugins.contract.events import GenerationEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.report import build_store_report, compare_html, store_html
+from triage_plugins.runtime.manager import TriageManager
 from triage_plugins.store import Store
 
 HOSTILE = "<script>alert(1)</script>"

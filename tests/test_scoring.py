@@ -10,8 +10,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from triage_plugins.errors import EventError
-from triage_plugins.events import (
+from triage_plugins.apps.score import (
+    calibrate_rows,
+    read_events,
+    render_calibration,
+    render_score_report,
+    report_json,
+    score_events,
+)
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
@@ -22,15 +30,7 @@ from triage_plugins.events import (
     Subgraph,
     Triple,
 )
-from triage_plugins.graph import GraphView
-from triage_plugins.scoring import (
-    calibrate_rows,
-    read_events,
-    render_calibration,
-    render_score_report,
-    report_json,
-    score_events,
-)
+from triage_plugins.contract.graph_view import GraphView
 
 T1 = Triple("t1", "Inception", "directed_by", "Christopher Nolan")
 T2 = Triple("t2", "Interstellar", "directed_by", "Chris Nolan")

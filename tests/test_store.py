@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from triage_plugins.errors import StoreError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import StoreError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
@@ -25,10 +25,10 @@ from triage_plugins.events import (
     Subgraph,
     Triple,
 )
-from triage_plugins.events import Path as KGPath
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Path as KGPath
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.ontology import Ontology
 from triage_plugins.metrics.result import na, ok
-from triage_plugins.ontology import Ontology
 from triage_plugins.store import MIGRATIONS, SCHEMA_VERSION, MetricRow, ScoreRow, Store
 
 T1 = Triple.of("Inception", "directed_by", "Christopher Nolan", subject_type="Film", object_type="Person")

@@ -16,9 +16,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from triage_plugins import __version__
-from triage_plugins.errors import TriageError
+from triage_plugins.contract.errors import TriageError
 
 app = typer.Typer(
     name="triage",
@@ -38,7 +39,8 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    # Plain text (no markup read from the message) on one line whatever the terminal width.
+    err.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -120,8 +122,8 @@ def demo_cmd(
     Implementation and Validation metrics, answers every question with each reference retriever,
     reads the diagnostic chain, then runs EvoRAG feedback rounds and reports accuracy before and after.
     """
-    from triage_plugins.reference.demo import run_demo
-    from triage_plugins.reference.demo_view import render_demo
+    from triage_plugins.apps.demo import run_demo
+    from triage_plugins.report.demo_view import render_demo
 
     if fresh:
         for suffix in ("", "-wal", "-shm"):
@@ -160,10 +162,10 @@ def probe_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """TRIAGE §5.1's distance-controlled probe (Table 5) on any KB, through the five retrievers."""
+    from triage_plugins.apps.probe import run_probe
+    from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.datasets import load_kb, load_questions
-    from triage_plugins.graph import GraphView
-    from triage_plugins.reference.probe import run_probe
-    from triage_plugins.reference.probe_view import render_probe
+    from triage_plugins.report.probe_view import render_probe
 
     if reader != "extractive":
         _fail(f"unknown reader {reader!r}: only 'extractive' (answers from the retrieved context) ships")
@@ -238,7 +240,7 @@ def evolve_bench_cmd(
     learns contribution scores, evolves the graph, and reports test ACC / EM / F1, α and the
     problematic-triplet ratio per iteration, static baseline first.
     """
-    from triage_plugins.evolve_bench import render_evolve_bench, run_evolve_bench
+    from triage_plugins.apps.evolve import render_evolve_bench, run_evolve_bench
 
     if unit not in ("triple", "chunk"):
         _fail(f"--unit must be 'triple' or 'chunk', got {unit!r}")
@@ -275,7 +277,7 @@ def plugins_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the loaded plugins (default plugins and entry points) and the hooks each implements."""
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
 
     manager = TriageManager(synchronous=True)
     try:
@@ -332,8 +334,8 @@ def store_info(
 
 
 def _load_reference(path: str):
+    from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.datasets import load_kb
-    from triage_plugins.graph import GraphView
 
     return GraphView(load_kb(path))
 
@@ -359,8 +361,8 @@ def score_cmd(
     the default grounder over the last graph event, and what cannot be computed is shown as N/A
     with the reason.
     """
-    from triage_plugins.ontology import load_ontology
-    from triage_plugins.scoring import read_events, render_score_report, report_json, score_events
+    from triage_plugins.apps.score import read_events, render_score_report, report_json, score_events
+    from triage_plugins.kg.ontology import load_ontology
 
     if not events.exists():
         _fail(f"no events file at {events}")
@@ -399,8 +401,8 @@ def _rows_from_store(path: str) -> list[dict]:
 
 
 def _rows_from_jsonl(path: Path) -> list[dict]:
-    from triage_plugins.events import EVENT_TYPES
-    from triage_plugins.scoring import read_events, score_events
+    from triage_plugins.apps.score import read_events, score_events
+    from triage_plugins.contract.events import EVENT_TYPES
 
     with open(path, encoding="utf-8") as fh:
         first = next((line for line in fh if line.strip()), "")
@@ -443,7 +445,7 @@ def calibrate_cmd(
     ] = None,
 ) -> None:
     """Fit the Youden-optimal threshold of a metric for predicting failure, with BCa bootstrap CIs."""
-    from triage_plugins.scoring import calibrate_rows, render_calibration, report_json
+    from triage_plugins.apps.score import calibrate_rows, render_calibration, report_json
 
     try:
         if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith("sqlite:"):
@@ -503,8 +505,8 @@ def compare_cmd(
     """Run one corpus through every requested framework and mode; one row per framework x mode."""
     from dataclasses import replace
 
-    from triage_plugins.compare import embedded_corpus, load_corpus_dir, load_question_file, run_compare
-    from triage_plugins.ontology import load_ontology
+    from triage_plugins.apps.compare import embedded_corpus, load_corpus_dir, load_question_file, run_compare
+    from triage_plugins.kg.ontology import load_ontology
     from triage_plugins.report import compare_html, render_compare
 
     try:

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     import graphrag.api as api
 
     from triage_graphrag import observe_index
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
 
     if args.offline:
         from triage_graphrag.offline import register_offline_models

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from triage_plugins.compare import Corpus, Progress, Question, missing_package, query_id
+from triage_plugins.apps.compare import Corpus, Progress, Question, missing_package, query_id
 
 _TABLES = ("entities", "communities", "community_reports", "text_units", "relationships")
 

@@ -34,7 +34,7 @@ from triage_graphrag.tables import GraphTables, RecordLogprobs, extraction_event
 if TYPE_CHECKING:
     from graphrag.config.models.graph_rag_config import GraphRagConfig
 
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store import Store
 
 __all__ = ["LOGPROB_TYPE", "IndexObservation", "LogprobRecorder", "observe_index"]
@@ -292,7 +292,7 @@ def _load(config_or_root: Any) -> GraphRagConfig:
         from graphrag.config.load_config import load_config
 
         return load_config(root_dir=Path(config_or_root))
-    from triage_plugins.errors import ConfigError
+    from triage_plugins.contract.errors import ConfigError
 
     raise ConfigError(
         f"observe_index takes a GraphRagConfig or a project root, got {type(config_or_root).__name__}"
@@ -322,7 +322,7 @@ def observe_index(
 
     :param config_or_root: a ``GraphRagConfig`` (not modified) or a project root with settings.yaml.
     :param store: where the default manager records events (ignored when ``manager`` is given).
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` to emit to.
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` to emit to.
     :param logprobs: wrap the extraction model to record token log-probabilities.
     :param method: the indexing method whose pipeline is observed (``"standard"``, ``"fast"``,
         ``"standard-update"`` ...), used when the config names no ``workflows`` of its own.
@@ -357,7 +357,7 @@ def observe_index(
     PipelineFactory.register(obs.workflow, obs._run)
     workflows = config.workflows or list(PipelineFactory.pipelines.get(method, []))
     if not workflows:
-        from triage_plugins.errors import ConfigError
+        from triage_plugins.contract.errors import ConfigError
 
         raise ConfigError(
             f"GraphRAG has no indexing method {method!r}; known: {sorted(PipelineFactory.pipelines)}"

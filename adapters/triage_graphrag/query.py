@@ -26,12 +26,18 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from triage_graphrag.tables import FRAMEWORK, GraphTables
-from triage_plugins.events import FeedbackEvent, GateDecision, GenerationEvent, RetrievalEvent, Subgraph
+from triage_plugins.contract.events import (
+    FeedbackEvent,
+    GateDecision,
+    GenerationEvent,
+    RetrievalEvent,
+    Subgraph,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store import Store
 
 __all__ = [
@@ -116,7 +122,7 @@ def manager_for(
     """``manager`` if given; else one manager per store (created once, reused by later calls); else the default."""
     if manager is not None:
         return manager
-    from triage_plugins.manager import TriageManager, default_manager
+    from triage_plugins.runtime.manager import TriageManager, default_manager
 
     if store is None:
         return default_manager()

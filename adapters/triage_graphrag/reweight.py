@@ -41,12 +41,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from triage_graphrag.tables import FRAMEWORK, GraphTables
-from triage_plugins.events import RerankRequest
+from triage_plugins.contract.events import RerankRequest
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["LEVELS", "mixed_context_class", "priority_ranks", "reweight_relationships", "reweight_reports"]
 

@@ -23,13 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.events import Chunk, ExtractedTriple, ExtractionEvent, GraphEvent, Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Chunk, ExtractedTriple, ExtractionEvent, GraphEvent, Triple
+from triage_plugins.contract.graph_view import GraphView
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from triage_plugins.grounding import Grounder
+    from triage_plugins.kg.grounding import Grounder
 
 __all__ = ["FRAMEWORK", "GraphTables", "extraction_events", "triple_id"]
 
@@ -160,7 +160,7 @@ class GraphTables:
     def grounder(self) -> Grounder:
         """The default grounder over entity titles (built once; TRIAGE §4.3.1)."""
         if self._grounder is None:
-            from triage_plugins.grounding import shared_grounder
+            from triage_plugins.kg.grounding import shared_grounder
 
             self._grounder = shared_grounder(self.graph)
         return self._grounder

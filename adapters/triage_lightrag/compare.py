@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from triage_plugins.compare import Corpus, Progress, Question, missing_package, query_id
+from triage_plugins.apps.compare import Corpus, Progress, Question, missing_package, query_id
 
 
 class LightRAGRunner:

@@ -56,8 +56,8 @@ from triage_lightrag.translate import (
     retrieved_subgraph,
     triple_id,
 )
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractionEvent,
     FeedbackEvent,
@@ -67,11 +67,11 @@ from triage_plugins.events import (
     RerankRequest,
     RetrievalEvent,
 )
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.graph_view import normalize_label
 
 if TYPE_CHECKING:
-    from triage_plugins.graph import GraphView
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store import Store
 
 __all__ = ["FRAMEWORK", "GatedAnswer", "Instrumentation", "instrument"]
@@ -1007,7 +1007,7 @@ def _reroute(param: Any, suggestion: Any) -> Any:
 
 
 def _view_and_grounder(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> tuple[GraphView, Any]:
-    from triage_plugins.grounding import shared_grounder
+    from triage_plugins.kg.grounding import shared_grounder
 
     view = graph_view(nodes, edges)
     try:
@@ -1029,7 +1029,7 @@ def instrument(
     """Instrument an initialized ``LightRAG`` instance; returns its :class:`Instrumentation`.
 
     :param store: where a new manager records (path, ``sqlite:///`` URL or Store); ignored with ``manager``.
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` to emit to (default: a new
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` to emit to (default: a new
         one over ``store``, closed by :meth:`Instrumentation.uninstrument`).
     :param reweight: write contribution scores back into LightRAG's ranking (EvoRAG); turns
         ``manager.config.reweight`` on and sets ``manager.config.unit``. Off: answers are unchanged.
@@ -1047,7 +1047,7 @@ def instrument(
         return existing
     owns = manager is None
     if manager is None:
-        from triage_plugins.manager import TriageManager
+        from triage_plugins.runtime.manager import TriageManager
 
         manager = TriageManager(store=store)
     if reweight:

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from triage_plugins.events import Chunk, ExtractedTriple, Subgraph, Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Chunk, ExtractedTriple, Subgraph, Triple
+from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
     "DEFAULT_PREDICATE",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from triage_plugins.compare import Corpus, Progress, Question, missing_package, query_id
+from triage_plugins.apps.compare import Corpus, Progress, Question, missing_package, query_id
 
 _SUB = {"synonym": "LLMSynonymRetriever", "vector": "VectorContextRetriever"}
 

@@ -3,7 +3,7 @@
 :func:`instrument` adds one event handler and one span handler to the root dispatcher, the way
 OpenInference's LlamaIndex instrumentor does (skips when already added; :meth:`Instrumentation.
 uninstrument` removes exactly those two). The handlers translate, and hand events to the
-:class:`~triage_plugins.manager.TriageManager`, which delivers them off the host's hot path:
+:class:`~triage_plugins.runtime.manager.TriageManager`, which delivers them off the host's hot path:
 
 ========================================  =====================================================
 LlamaIndex                                triage
@@ -58,8 +58,8 @@ from triage_llamaindex.translate import (
     parse_triples,
     triple_logprobs,
 )
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
@@ -73,7 +73,7 @@ from triage_plugins.events import (
 )
 
 if TYPE_CHECKING:
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["FRAMEWORK", "Instrumentation", "active_instrumentation", "instrument"]
 
@@ -390,7 +390,7 @@ class Instrumentation:
             return (), {}
         if known.grounder is None:
             try:
-                from triage_plugins.grounding import shared_grounder
+                from triage_plugins.kg.grounding import shared_grounder
             except ImportError:
                 return (), {}
             known.grounder = shared_grounder(known.view)
@@ -616,7 +616,7 @@ def instrument(*, store: Any = None, manager: TriageManager | None = None) -> In
 
     :param store: a triage store (path, URL or ``Store``) for a new manager; ignored with ``manager``.
     :param manager: the manager to send events to (default: a new one on ``store``, or the
-        process-wide :func:`~triage_plugins.manager.default_manager` when neither is given).
+        process-wide :func:`~triage_plugins.runtime.manager.default_manager` when neither is given).
     :return: the :class:`Instrumentation`; when triage handlers are already registered, the
         existing one is returned unchanged (nothing is added twice).
     """
@@ -629,7 +629,7 @@ def instrument(*, store: Any = None, manager: TriageManager | None = None) -> In
                 return owner
         _check_version()
         if manager is None:
-            from triage_plugins.manager import TriageManager, default_manager
+            from triage_plugins.runtime.manager import TriageManager, default_manager
 
             manager = TriageManager(store=store) if store is not None else default_manager()
         inst = Instrumentation(manager)

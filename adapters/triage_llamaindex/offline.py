@@ -29,7 +29,7 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field, PrivateAttr
 
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.graph_view import normalize_label
 from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
 from triage_plugins.offline.extractor import Record, extract_records

@@ -1,7 +1,7 @@
 """Contribution scores -> LlamaIndex ranking (EvoRAG §4.2 hybrid priority, written back).
 
 The adapter computes nothing: candidates go to :meth:`TriageManager.rerank` as a
-:class:`~triage_plugins.events.RerankRequest` (the framework's own score as relevance S_r, clipped
+:class:`~triage_plugins.contract.events.RerankRequest` (the framework's own score as relevance S_r, clipped
 to [0, 1]; LlamaIndex's default score 1.0 where it gives none), and the returned priorities
 reorder (and, with ``top_n`` / ``min_priority``, filter) what LlamaIndex hands to the reader.
 When no plugin answers (reweighting off), everything passes through unchanged.
@@ -39,10 +39,10 @@ from triage_llamaindex.translate import (
     store_triplets,
     triple_of,
 )
-from triage_plugins.events import RerankRequest
+from triage_plugins.contract.events import RerankRequest
 
 if TYPE_CHECKING:
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = [
     "TriageLLMSynonymRetriever",
@@ -68,7 +68,7 @@ def _resolve_manager(manager: TriageManager | None) -> TriageManager:
     active = active_instrumentation()
     if active is not None:
         return active.manager
-    from triage_plugins.manager import default_manager
+    from triage_plugins.runtime.manager import default_manager
 
     return default_manager()
 

@@ -2,7 +2,7 @@
 
 Nothing here is computed beyond reading LlamaIndex's own data structures:
 
-- a property graph store's triplets become :class:`~triage_plugins.events.Triple` objects with
+- a property graph store's triplets become :class:`~triage_plugins.contract.events.Triple` objects with
   stable ids ``"subject|label|object"`` and each relation's **own** provenance
   (``Relation.properties["triplet_source_id"]``), not the subject entity's, which LlamaIndex
   overwrites with the last chunk mentioning the entity;
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
     "KnownGraph",
@@ -99,7 +99,7 @@ def graph_fingerprint(store: Any) -> tuple[int, int] | None:
 class KnownGraph:
     """The adapter's read-only snapshot of one property graph store.
 
-    :param view: the graph view sent in :class:`~triage_plugins.events.GraphEvent`.
+    :param view: the graph view sent in :class:`~triage_plugins.contract.events.GraphEvent`.
     :param by_line: rendered triplet line (both LlamaIndex renderings) -> triple.
     :param sources: triple id -> chunk ids, the relation's own source first.
     :param fingerprint: :func:`graph_fingerprint` at build time.

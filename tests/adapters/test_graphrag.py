@@ -25,8 +25,8 @@ import pytest
 pytest.importorskip("graphrag")
 
 from triage_plugins import hookimpl  # noqa: E402
-from triage_plugins.config import TriageConfig  # noqa: E402
-from triage_plugins.manager import TriageManager  # noqa: E402
+from triage_plugins.contract.config import TriageConfig  # noqa: E402
+from triage_plugins.runtime.manager import TriageManager  # noqa: E402
 
 CORPUS = {
     "inception.txt": "Inception was directed by Christopher Nolan. Inception was produced by Syncopy. "

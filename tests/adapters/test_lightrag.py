@@ -38,11 +38,11 @@ from triage_lightrag.translate import (  # noqa: E402
     triple_id,
 )
 from triage_plugins import hookimpl  # noqa: E402
-from triage_plugins.config import TriageConfig  # noqa: E402
-from triage_plugins.events import GateDecision  # noqa: E402
-from triage_plugins.manager import TriageManager  # noqa: E402
+from triage_plugins.contract.config import TriageConfig  # noqa: E402
+from triage_plugins.contract.events import GateDecision  # noqa: E402
 from triage_plugins.offline.extractor import extract_records  # noqa: E402
 from triage_plugins.offline.world import generate_world  # noqa: E402
+from triage_plugins.runtime.manager import TriageManager  # noqa: E402
 
 MODES = ("local", "global", "hybrid", "mix", "naive")
 
@@ -240,9 +240,9 @@ def test_reroute_suggestions_map_to_query_param():
 
 
 def test_mentions_keep_keywords_and_only_the_themes_that_name_a_node(rag):
-    from triage_plugins.events import Triple
-    from triage_plugins.graph import GraphView
-    from triage_plugins.grounding import Grounder
+    from triage_plugins.contract.events import Triple
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.kg.grounding import Grounder
 
     inst = instrument(rag, manager=manager())
     try:

@@ -49,8 +49,8 @@ from triage_llamaindex import (  # noqa: E402
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM  # noqa: E402
 from triage_llamaindex.translate import chosen_token_offsets, parse_triples  # noqa: E402
 from triage_plugins import hookimpl  # noqa: E402
-from triage_plugins.events import Triple  # noqa: E402
-from triage_plugins.manager import TriageManager  # noqa: E402
+from triage_plugins.contract.events import Triple  # noqa: E402
+from triage_plugins.runtime.manager import TriageManager  # noqa: E402
 
 CHUNKS = {
     "c0": ("doc-films", "Nolan directed Inception."),
@@ -256,7 +256,7 @@ def test_instrument_adds_two_handlers_once_and_uninstrument_removes_exactly_them
         assert again is inst
         assert len(root.event_handlers) == len(before_events) + 1
         from triage_llamaindex.instrumentation import Instrumentation
-        from triage_plugins.errors import ConfigError
+        from triage_plugins.contract.errors import ConfigError
 
         with pytest.raises(ConfigError, match="another triage instrumentation"):
             Instrumentation(manager_with()).install()
@@ -523,7 +523,7 @@ def test_async_queries_are_observed_like_sync_ones(index, inst_rec):
 
 
 def test_gate_decision_is_asked_and_kept_per_query(index):
-    from triage_plugins.events import GateDecision
+    from triage_plugins.contract.events import GateDecision
 
     class Warn:
         def __init__(self):
@@ -770,8 +770,8 @@ def test_contributions_persist_in_relation_properties(index, tmp_path):
 
 
 def _learning_manager(tmp_path):
-    from triage_plugins.config import TriageConfig
-    from triage_plugins.handlers.feedback import FeedbackLearner
+    from triage_plugins.contract.config import TriageConfig
+    from triage_plugins.plugins.feedback import FeedbackLearner
 
     manager = TriageManager(
         store=tmp_path / "learn.sqlite",
@@ -826,8 +826,8 @@ def test_metrics_reach_the_store(offline, tmp_path):
     """Extraction, graph and query metrics computed by the core from the adapter's events."""
     import math
 
-    from triage_plugins.handlers.implementation import ImplementationRecorder
-    from triage_plugins.handlers.usage import UsageRecorder
+    from triage_plugins.plugins.implementation import ImplementationRecorder
+    from triage_plugins.plugins.usage import UsageRecorder
 
     llm, embed = offline
     manager = manager_with(store=tmp_path / "m.sqlite")

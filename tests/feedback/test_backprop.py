@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from triage_plugins.errors import ConfigError, FeedbackError
+from triage_plugins.contract.errors import ConfigError, FeedbackError
 from triage_plugins.feedback.backprop import FeedbackOptimizer, loss_and_gradient, path_loss
 from triage_plugins.feedback.priority import PathIndex, path_priorities
 from triage_plugins.feedback.scores import ContributionScores, MemoryScoreStore

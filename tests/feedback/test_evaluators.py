@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from triage_plugins.errors import JudgeOutputError, TriageError
-from triage_plugins.events import Chunk, Gold, Triple
+from triage_plugins.contract.errors import JudgeOutputError, TriageError
+from triage_plugins.contract.events import Chunk, Gold, Triple
 from triage_plugins.feedback.backprop import FeedbackOptimizer
 from triage_plugins.feedback.evaluators import (
     AnswerSupportEvaluator,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Triple
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Triple
 from triage_plugins.feedback.backprop import FeedbackOptimizer
 from triage_plugins.feedback.evolution import KGEvolution, fuse_relations, score_thresholds
 from triage_plugins.feedback.scores import ContributionScores, MemoryScoreStore

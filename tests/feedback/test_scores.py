@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError
 from triage_plugins.feedback.backprop import FeedbackOptimizer
 from triage_plugins.feedback.scores import ContributionScores, MemoryScoreStore
 

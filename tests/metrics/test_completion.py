@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.metrics import completion as C
-from triage_plugins.ontology import Ontology, PredicateSpec
 
 CANDIDATES = ("a", "b", "c", "d", "e")
 SCORES = {

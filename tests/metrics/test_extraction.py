@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Chunk, ExtractedTriple, ExtractionEvent, Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Chunk, ExtractedTriple, ExtractionEvent, Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.metrics import extraction as X
-from triage_plugins.ontology import Ontology, PredicateSpec
 
 # --------------------------------------------------------------------------- helpers
 

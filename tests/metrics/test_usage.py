@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.diagnosis import signature
-from triage_plugins.events import GenerationEvent, Gold, RetrievalEvent, Subgraph, Triple
-from triage_plugins.graph import GraphView
-from triage_plugins.grounding import Grounder
+from triage_plugins.contract.events import GenerationEvent, Gold, RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.diagnosis.chain import signature
+from triage_plugins.kg.grounding import Grounder
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.metrics.usage import (
     METRICS,

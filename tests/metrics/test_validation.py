@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage_plugins.errors import ConfigError, OntologyError
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import ConfigError, OntologyError
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.metrics import validation as V
-from triage_plugins.ontology import Ontology, PredicateSpec
 
 FILMS = Ontology(
     classes=("Person", "Director", "Film", "Place"),

@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
+from triage_plugins.apps.demo import answer_is_correct, run_demo
 from triage_plugins.cli import app
-from triage_plugins.reference.demo import answer_is_correct, run_demo
 from triage_plugins.store import Store
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from triage_plugins import hookimpl
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Chunk, ExtractedTriple, GateDecision, Gold, Triple
-from triage_plugins.manager import TriageManager
-from triage_plugins.ontology import Ontology
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Chunk, ExtractedTriple, GateDecision, Gold, Triple
+from triage_plugins.kg.ontology import Ontology
 from triage_plugins.reference.pipeline import ReferencePipeline, canonical_graph
+from triage_plugins.runtime.manager import TriageManager
 
 
 class Spy:

@@ -7,10 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from triage_plugins.apps.probe import Observation, run_probe, strata
 from triage_plugins.cli import app
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
-from triage_plugins.reference.probe import Observation, run_probe, strata
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
 
 
 def _by_name(rows):

@@ -8,9 +8,9 @@ from collections import Counter
 import networkx as nx
 import pytest
 
-from triage_plugins.errors import DatasetError
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import DatasetError
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.reference.probe_builder import CATEGORIES, build_probe
 
 

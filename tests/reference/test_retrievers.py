@@ -5,8 +5,8 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.reference.retrievers import RelevanceIndex, beam_expand, krag_retrieve, path_retrieve
 
 T = Triple.of

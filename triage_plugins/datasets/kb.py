@@ -6,7 +6,7 @@ Two line formats are read, detected per file from its first non-blank line:
 - ``pipe``: ``subject|relation|object`` (MetaQA ``kb.txt`` and its reconstructed part files,
   which :func:`load_kb` concatenates when given several paths).
 
-Nothing is dropped silently: a malformed line raises :class:`~triage_plugins.errors.DatasetError`
+Nothing is dropped silently: a malformed line raises :class:`~triage_plugins.contract.errors.DatasetError`
 naming the file, the line number and the reason; with ``strict=False`` it is skipped, counted in the
 :class:`LoadReport` and logged. Repeated triples are kept once and counted as duplicates.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from triage_plugins.errors import DatasetError
-from triage_plugins.events import Triple
+from triage_plugins.contract.errors import DatasetError
+from triage_plugins.contract.events import Triple
 
 __all__ = [
     "KBIndex",

@@ -9,7 +9,7 @@
   end on a gold answer (gold answers never include the topic; intermediate nodes are not filtered,
   since the KB merges a film and a person of the same name, e.g. "Antwone Fisher").
 
-Malformed lines raise :class:`~triage_plugins.errors.DatasetError` (file, line number, reason), or
+Malformed lines raise :class:`~triage_plugins.contract.errors.DatasetError` (file, line number, reason), or
 with ``strict=False`` are skipped, counted in the :class:`~triage_plugins.datasets.kb.LoadReport`
 and logged: nothing is dropped silently.
 """
@@ -25,9 +25,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from triage_plugins.contract.errors import DatasetError
+from triage_plugins.contract.events import Gold, Triple
 from triage_plugins.datasets.kb import KBIndex, LoadReport, Malformed
-from triage_plugins.errors import DatasetError
-from triage_plugins.events import Gold, Triple
 
 __all__ = [
     "MetaQAAnnotation",
@@ -70,7 +70,7 @@ class QAItem:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def gold(self) -> Gold:
-        """The :class:`~triage_plugins.events.Gold` of this question."""
+        """The :class:`~triage_plugins.contract.events.Gold` of this question."""
         return Gold(answers=self.answers, paths=self.gold_paths, entities=self.topic_entities)
 
 

@@ -8,5 +8,5 @@ evaluators and relation-centric KG evolution (EvoRAG §4–5, §6.12; DESIGN §4
 - :mod:`.evolution` — relation fusion and suppression (§5.1, Algorithm 1).
 
 The default plugin that wires them to the hooks is
-:class:`triage_plugins.handlers.feedback.FeedbackLearner`.
+:class:`triage_plugins.plugins.feedback.FeedbackLearner`.
 """

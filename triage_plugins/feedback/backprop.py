@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError, FeedbackError
+from triage_plugins.contract.errors import ConfigError, FeedbackError
 from triage_plugins.feedback.priority import (
     PathIndex,
     check_alpha,

@@ -3,8 +3,8 @@
 Every evaluator implements :class:`PathEvaluator`: ``evaluate(query, answer, paths, feedback_score,
 context) -> list[float | None]``, one utility per path, ``None`` meaning "no update through this
 path" (see :mod:`triage_plugins.feedback.backprop` for how such a path is treated). A path is a
-sequence of :class:`~triage_plugins.events.Triple` (triple level) or a one-element sequence of
-:class:`~triage_plugins.events.Chunk` (chunk level, EvoRAG §6.12). ``feedback_score`` is in [0, 1]
+sequence of :class:`~triage_plugins.contract.events.Triple` (triple level) or a one-element sequence of
+:class:`~triage_plugins.contract.events.Chunk` (chunk level, EvoRAG §6.12). ``feedback_score`` is in [0, 1]
 (a 1–5 rating r arrives as (r − 1)/4); its signed form is f = 2·s − 1 ∈ [−1, 1].
 
 - :class:`LLMJudgeEvaluator` — the paper's evaluator: one prompt, Supportiveness, Fidelity and
@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from triage_plugins.errors import ConfigError, JudgeOutputError
-from triage_plugins.events import Chunk, Gold, Triple
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.errors import ConfigError, JudgeOutputError
+from triage_plugins.contract.events import Chunk, Gold, Triple
+from triage_plugins.contract.graph_view import normalize_label
 
 __all__ = [
     "AnswerSupportEvaluator",

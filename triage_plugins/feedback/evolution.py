@@ -19,7 +19,7 @@ shortcut joins e_1 and e_k. Where the sources differ on "qualifies", ``rule`` ch
 Either way the BFS stops a layer early when the best remaining neighbour fails (neighbours are
 sorted, Algorithm 1 line 16). The shortcut's score is the path's average S_c, its label comes from a
 pluggable labeller (the paper asks an LLM; the default joins the relation names with "/", e.g.
-``spouse/place_of_birth``). Shortcuts are returned as new :class:`~triage_plugins.events.Triple`
+``spouse/place_of_birth``). Shortcuts are returned as new :class:`~triage_plugins.contract.events.Triple`
 objects; the caller adds them to its graph and emits a graph event.
 
 **Relation suppression.** A triple whose S_c is below τ_low in ≥ ``after`` consecutive evolutions
@@ -41,8 +41,8 @@ from typing import Literal
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Triple
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Triple
 from triage_plugins.feedback.scores import ContributionScores
 
 __all__ = [

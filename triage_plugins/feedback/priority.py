@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError, FeedbackError
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.errors import ConfigError, FeedbackError
+from triage_plugins.contract.graph_view import normalize_label
 
 __all__ = [
     "RELEVANCE_FLOOR",
@@ -151,7 +151,7 @@ _TOKEN = re.compile(r"\w+")
 def token_relevance(query: str, texts: Sequence[str]) -> np.ndarray:
     """Default S_r without an embedder: the share of a text's distinct tokens found in the query.
 
-    Tokens are words of :func:`~triage_plugins.graph.normalize_label`; the result is floored at
+    Tokens are words of :func:`~triage_plugins.contract.graph_view.normalize_label`; the result is floored at
     RELEVANCE_FLOOR. A stand-in used only when the framework supplied no relevance of its own
     (through ``triage_rerank``) and no embedder is configured.
     """

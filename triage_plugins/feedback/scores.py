@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError
 
 if TYPE_CHECKING:
     from triage_plugins.store import Store

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.kg.ontology import Ontology
 from triage_plugins.metrics.result import MetricResult, na, ok
-from triage_plugins.ontology import Ontology
 
 __all__ = [
     "HITS_AT",

@@ -10,7 +10,7 @@ Conventions where the paper leaves room (DESIGN §4):
 
 - ``E`` is every extracted triple of every :class:`ExtractionEvent` (one instance per extraction),
   so k runs of a chunk weigh each run equally; CSC alone works on *distinct* canonical triples.
-- A triple is compared after :func:`~triage_plugins.graph.normalize_label` on subject,
+- A triple is compared after :func:`~triage_plugins.contract.graph_view.normalize_label` on subject,
   predicate and object (:func:`triple_key`).
 - Undefined is ``None`` with the reason (no log-probabilities, no ontology, no runs to compare,
   empty denominators), never a made-up 0 or 1.
@@ -30,11 +30,11 @@ from typing import Literal
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import ExtractedTriple, ExtractionEvent, Triple
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import ExtractedTriple, ExtractionEvent, Triple
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.ontology import Ontology
 from triage_plugins.metrics.result import MetricResult, na, ok
-from triage_plugins.ontology import Ontology
 
 __all__ = [
     "CONSTRAINTS",

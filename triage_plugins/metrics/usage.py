@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from triage_plugins.events import GenerationEvent, Gold, RetrievalEvent, Triple
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.events import GenerationEvent, Gold, RetrievalEvent, Triple
+from triage_plugins.contract.graph_view import normalize_label
 from triage_plugins.metrics.result import MetricResult, na, ok
 
 if TYPE_CHECKING:
-    from triage_plugins.graph import GraphView
+    from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
     "GOLD_FREE",
@@ -74,7 +74,7 @@ __all__ = [
 
 
 class Grounderlike(Protocol):
-    """What the usage metrics need from :class:`triage_plugins.grounding.Grounder`."""
+    """What the usage metrics need from :class:`triage_plugins.kg.grounding.Grounder`."""
 
     def ground(self, text: str) -> Any: ...  # -> Grounding(mentions, grounding, spans)
 

@@ -3,7 +3,7 @@
 Gold-free: LC (eq. 19, ontology §), OC (eq. 20, ontology §), DNR (eq. 21), SRR (eq. 22).
 Benchmark-only, against a reference KG K*: COR (eq. 23) and CMP (eq. 24).
 
-Everything runs on :class:`~triage_plugins.graph.GraphView` arrays (numpy/scipy), never on
+Everything runs on :class:`~triage_plugins.contract.graph_view.GraphView` arrays (numpy/scipy), never on
 networkx: degrees come from the CSR ``indptr``, SRR pairs are generated per block with numpy.
 """
 
@@ -15,11 +15,11 @@ from itertools import combinations
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError, OntologyError
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import ConfigError, OntologyError
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.ontology import Ontology
 from triage_plugins.metrics.extraction import Embedder, unit_embeddings
 from triage_plugins.metrics.result import MetricResult, na, ok
-from triage_plugins.ontology import Ontology
 
 __all__ = [
     "METRICS",

@@ -15,8 +15,8 @@ import re
 from collections import deque
 from collections.abc import Iterable
 
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.offline.extractor import extract_records
 from triage_plugins.offline.reader import NO_ANSWER, ExtractiveReader
 
@@ -63,7 +63,7 @@ def _paths(graph: GraphView, starts: Iterable[str], max_hops: int) -> list[list[
 
 def answer_from_context(question: str, context: str, *, relations: Iterable[str] | None = None, max_hops: int = 3) -> str:
     """The offline reader's answer to ``question`` from ``context`` alone (module docstring)."""
-    from triage_plugins.grounding import Grounder
+    from triage_plugins.kg.grounding import Grounder
 
     triples = context_triples(context)
     if not triples:

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.graph_view import normalize_label
 
 __all__ = ["HashingEmbedder"]
 

@@ -18,7 +18,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from triage_plugins.events import Chunk, ExtractedTriple, ExtractionEvent, Triple
+from triage_plugins.contract.events import Chunk, ExtractedTriple, ExtractionEvent, Triple
 from triage_plugins.offline.templates import TEMPLATES, Template
 
 __all__ = [
@@ -60,7 +60,7 @@ class Record:
     qualifier: str | None = None
 
     def triple(self) -> Triple:
-        """The record as a :class:`~triage_plugins.events.Triple` (id ``"s|p|o"``, with types)."""
+        """The record as a :class:`~triage_plugins.contract.events.Triple` (id ``"s|p|o"``, with types)."""
         return Triple.of(
             self.subject,
             self.predicate,
@@ -117,7 +117,7 @@ def extract_chunk(chunk: Chunk) -> list[ExtractedTriple]:
 def extraction_event(
     chunk: Chunk, run_id: str, *, framework: str = "offline", model: str = MODEL_NAME
 ) -> ExtractionEvent:
-    """The :class:`~triage_plugins.events.ExtractionEvent` of one extraction run over ``chunk``.
+    """The :class:`~triage_plugins.contract.events.ExtractionEvent` of one extraction run over ``chunk``.
 
     The extractor is deterministic, so ``temperature`` is 0.
     """

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from triage_plugins.events import Chunk
+from triage_plugins.contract.events import Chunk
 from triage_plugins.offline.extractor import Record, extract_records
 
 __all__ = [

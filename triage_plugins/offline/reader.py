@@ -40,8 +40,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from triage_plugins.events import Triple
-from triage_plugins.graph import normalize_label
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import normalize_label
 
 __all__ = ["DEFAULT_GLOSS", "NO_ANSWER", "ExtractiveReader", "ParsedQuestion", "ReaderAnswer"]
 

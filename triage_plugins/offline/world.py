@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Chunk, Gold, Triple
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Chunk, Gold, Triple
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.offline.templates import (
     RELATIONS,
     Template,
     templates_for,
 )
-from triage_plugins.ontology import Ontology, PredicateSpec
 
 __all__ = [
     "Document",
@@ -286,7 +286,7 @@ class Question:
     relations: tuple[tuple[str, str], ...]
 
     def gold(self) -> Gold:
-        """The :class:`~triage_plugins.events.Gold` of this question."""
+        """The :class:`~triage_plugins.contract.events.Gold` of this question."""
         return Gold(answers=self.answers, paths=self.paths, entities=self.topic_entities)
 
 
@@ -329,7 +329,7 @@ class World:
         return {alias: e.id for e in self.entities for alias in e.aliases}
 
     def chunks(self) -> list[Chunk]:
-        """One :class:`~triage_plugins.events.Chunk` per paragraph, in document order.
+        """One :class:`~triage_plugins.contract.events.Chunk` per paragraph, in document order.
 
         Chunk ids are ``"<doc id>#p<paragraph>"``; the locator holds ``paragraph`` (0-based) and
         ``section`` (the document title).
@@ -341,7 +341,7 @@ class World:
         ]
 
     def ontology(self) -> Ontology:
-        """The world's schema as an :class:`~triage_plugins.ontology.Ontology`."""
+        """The world's schema as an :class:`~triage_plugins.kg.ontology.Ontology`."""
         classes = ["Person", "Organisation", "Place", "City", "Country", "Work", "Film", "Genre", "Year"]
         return Ontology(
             classes=tuple(classes),
@@ -453,7 +453,7 @@ def generate_world(
 
     :param seed: the world is a pure function of the seed and the other arguments.
     :param noise: exact noise counts (default :class:`NoiseConfig`); a count larger than the world
-        can hold raises :class:`~triage_plugins.errors.ConfigError`.
+        can hold raises :class:`~triage_plugins.contract.errors.ConfigError`.
     """
     _check_sizes(
         n_people=n_people,

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
@@ -31,7 +31,7 @@ from triage_plugins.events import (
     Subgraph,
     Triple,
 )
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.reference.retrievers import (
     RETRIEVERS,
     RelevanceIndex,
@@ -42,8 +42,8 @@ from triage_plugins.reference.retrievers import (
 )
 
 if TYPE_CHECKING:
-    from triage_plugins.manager import TriageManager
-    from triage_plugins.ontology import Ontology
+    from triage_plugins.kg.ontology import Ontology
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["Answer", "ReferencePipeline", "canonical_graph"]
 
@@ -180,7 +180,7 @@ class ReferencePipeline:
         emit: bool = True,
     ) -> None:
         """Use ``graph`` from now on (and announce it with ``triage_graph``)."""
-        from triage_plugins.grounding import shared_grounder
+        from triage_plugins.kg.grounding import shared_grounder
 
         self.graph = graph
         self.aliases = dict(aliases or {})

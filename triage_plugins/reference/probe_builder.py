@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from triage_plugins.errors import DatasetError
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import DatasetError
+from triage_plugins.contract.graph_view import GraphView, normalize_label
 
 __all__ = ["CATEGORIES", "ProbeQuestion", "build_probe"]
 

@@ -1,6 +1,6 @@
 """Retrievers of the built-in reference KG-RAG pipeline (TRIAGE §5.1; EvoRAG §4.2).
 
-All work over a :class:`~triage_plugins.graph.GraphView` and a query-relevance source (a
+All work over a :class:`~triage_plugins.contract.graph_view.GraphView` and a query-relevance source (a
 :class:`RelevanceIndex` over a text embedder). Each returns a :class:`Retrieved`: the triples of
 K_S, explicit nodes of V_S, the reasoning paths (triple-id sequences) with scores, and RPC — the
 number of nodes whose adjacency the retriever expanded.
@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from triage_plugins.events import Triple
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.events import Triple
+from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
     "RETRIEVERS",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from triage_plugins.diagnosis import CHAIN, SIGNATURES
+from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES
 from triage_plugins.report import plots
 from triage_plugins.report.html import Safe, cell, figures, metric_cell, number, page, section, table
 
 if TYPE_CHECKING:
-    from triage_plugins.compare import CompareResult, CompareRow, MetricSummary
+    from triage_plugins.apps.compare import CompareResult, CompareRow, MetricSummary
 
 __all__ = ["chain_funnel", "compare_html"]
 
@@ -56,8 +56,13 @@ def _ms(value: float | None) -> str:
 
 
 def compare_html(result: CompareResult) -> str:
-    """Render a :class:`~triage_plugins.compare.CompareResult` as one self-contained HTML document."""
-    from triage_plugins.compare import GOLD_METRICS, IMPLEMENTATION_METRICS, USAGE_METRICS, VALIDATION_METRICS
+    """Render a :class:`~triage_plugins.apps.compare.CompareResult` as one self-contained HTML document."""
+    from triage_plugins.apps.compare import (
+        GOLD_METRICS,
+        IMPLEMENTATION_METRICS,
+        USAGE_METRICS,
+        VALIDATION_METRICS,
+    )
 
     rows = result.rows
     ok = [r for r in rows if r.status == "ok"]

@@ -5,10 +5,10 @@
 * per framework × retriever, the per-query metric rows written by the usage recorder, in time order:
   summaries (median, mean, N/A count), rolling means over the last ``window`` defined values, the RHD
   distribution (eq. 33) and the current signature per query (its most recent ``signature`` row);
-* the KG-update triggers that would have fired: one :class:`~triage_plugins.diagnosis.WindowTrigger` per
+* the KG-update triggers that would have fired: one :class:`~triage_plugins.diagnosis.chain.WindowTrigger` per
   chain metric fed the queries in order, with the diagnosed stage and the remediation levers;
 * the worst queries per failing signature (lowest value of the failing link first), each with its chain
-  traced by :func:`~triage_plugins.diagnosis.diagnose` and its query text from the retrieval event;
+  traced by :func:`~triage_plugins.diagnosis.chain.diagnose` and its query text from the retrieval event;
 * the latest graph-scope metrics per framework (KG Implementation §4.1, Validation §4.2);
 * contribution-score movement (EvoRAG §4.3): the most promoted and most suppressed triples or chunks,
   raw score against the initial 100, and how many updates each had.
@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from triage_plugins.config import DEFAULT_THRESHOLDS
-from triage_plugins.diagnosis import CHAIN, SIGNATURES, ChainStep, WindowTrigger, diagnose
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import RetrievalEvent
+from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import RetrievalEvent
+from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES, ChainStep, WindowTrigger, diagnose
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.metrics.usage import rhd_distribution
 
@@ -326,7 +326,7 @@ def _group(
 
 
 def _score_units(store: Store, since: float | None, top: int) -> list[ScoreUnitReport]:
-    from triage_plugins.compare import SCORE_UNITS_PARAM
+    from triage_plugins.apps.compare import SCORE_UNITS_PARAM
 
     units = ["triple", "chunk", *(store.get_param(SCORE_UNITS_PARAM, []) or [])]
     out: list[ScoreUnitReport] = []

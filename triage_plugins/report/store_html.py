@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from triage_plugins.diagnosis import REMEDIATION
+from triage_plugins.diagnosis.chain import REMEDIATION
 from triage_plugins.report import plots
 from triage_plugins.report.data import CHAIN_METRICS
 from triage_plugins.report.html import (

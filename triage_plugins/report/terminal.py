@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from triage_plugins.diagnosis import SIGNATURES
+from triage_plugins.diagnosis.chain import SIGNATURES
 from triage_plugins.report.compare_html import chain_funnel
 from triage_plugins.report.data import CHAIN_METRICS
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from triage_plugins.compare import CompareResult, MetricSummary
+    from triage_plugins.apps.compare import CompareResult, MetricSummary
     from triage_plugins.metrics.result import MetricResult
     from triage_plugins.report.data import StoreReport
 
@@ -52,8 +52,13 @@ def _summary(s: MetricSummary | None, *, mean: bool = False) -> Text:
 
 
 def render_compare(result: CompareResult, console: Console) -> None:
-    """Print a :class:`~triage_plugins.compare.CompareResult` as rich tables."""
-    from triage_plugins.compare import GOLD_METRICS, IMPLEMENTATION_METRICS, USAGE_METRICS, VALIDATION_METRICS
+    """Print a :class:`~triage_plugins.apps.compare.CompareResult` as rich tables."""
+    from triage_plugins.apps.compare import (
+        GOLD_METRICS,
+        IMPLEMENTATION_METRICS,
+        USAGE_METRICS,
+        VALIDATION_METRICS,
+    )
 
     console.print(
         Text.assemble(
@@ -173,7 +178,7 @@ def _notes(result: CompareResult, console: Console) -> None:
 
 def render_store_report(report: StoreReport, console: Console, *, traces: int = 2) -> None:
     """Print a :class:`~triage_plugins.report.data.StoreReport` as rich tables."""
-    from triage_plugins.diagnosis import render_trace
+    from triage_plugins.diagnosis.chain import render_trace
 
     console.print(Text.assemble(("triage report", "bold"), f" — {report.store}, window W = {report.window}"))
     overview = Table(title="Overview (chain metrics: median per query)", title_justify="left")

@@ -16,7 +16,7 @@ the value or ``None`` and its reason, plus a row named ``"signature"``:
   is ``"undetermined"`` and ``details["signature"]`` is ``None``.
 
 Gold metrics are written only for queries that carry gold annotations. Events without mentions are
-grounded with a :class:`~triage_plugins.grounding.Grounder` over the last graph seen, built lazily
+grounded with a :class:`~triage_plugins.kg.grounding.Grounder` over the last graph seen, built lazily
 on first need. Per-query memory (the retrieval event and the answers awaiting KNI) is an LRU of
 ``options["usage.max_queries"]`` queries (default 10 000).
 """
@@ -29,18 +29,18 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.config import DEFAULT_THRESHOLDS
-from triage_plugins.diagnosis import diagnose
-from triage_plugins.hookspecs import hookimpl
+from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.diagnosis.chain import diagnose
 from triage_plugins.metrics.usage import usage_metrics
 
 if TYPE_CHECKING:
-    from triage_plugins.events import GenerationEvent, GraphEvent, RetrievalEvent
+    from triage_plugins.contract.events import GenerationEvent, GraphEvent, RetrievalEvent
     from triage_plugins.metrics.result import MetricResult
 
 __all__ = ["UsageRecorder"]
 
-log = logging.getLogger("triage.handlers.usage")
+log = logging.getLogger("triage.plugins.usage")
 
 RETRIEVAL_METRICS = ("QGR", "ERC", "ERP", "RRS", "RPC", "RHD")
 GOLD_RETRIEVAL_METRICS = ("GPC", "RPP", "RPR", "CC")
@@ -59,7 +59,7 @@ class _Query:
 class UsageRecorder:
     """Default plugin computing and storing per-query usage metrics and signatures.
 
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` (reads ``.store``, ``.config``
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (reads ``.store``, ``.config``
         and ``.run_id``).
     """
 
@@ -77,7 +77,7 @@ class UsageRecorder:
 
     def _grounder_for(self) -> Any:
         if self._grounder is None and self._graph is not None:
-            from triage_plugins.grounding import shared_grounder
+            from triage_plugins.kg.grounding import shared_grounder
 
             self._grounder = shared_grounder(self._graph, self._aliases)
         return self._grounder

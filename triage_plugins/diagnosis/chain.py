@@ -49,8 +49,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from triage_plugins.config import DEFAULT_THRESHOLDS
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.errors import ConfigError
 from triage_plugins.metrics.result import MetricResult
 
 __all__ = [
@@ -249,7 +249,7 @@ def diagnose(metrics: Mapping[str, MetricValue], thresholds: Mapping[str, float]
     """Read the chain QGR → ERC → RRS → ARF → AGR over one query's metrics (TRIAGE §4.5).
 
     :param metrics: symbol -> :class:`MetricResult`, number, or ``None``; missing symbols count as N/A.
-    :param thresholds: θ per symbol; defaults to :data:`triage_plugins.config.DEFAULT_THRESHOLDS`.
+    :param thresholds: θ per symbol; defaults to :data:`triage_plugins.contract.config.DEFAULT_THRESHOLDS`.
     """
     theta = _thresholds(thresholds)
     steps: list[ChainStep] = []

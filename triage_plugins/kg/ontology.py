@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from triage_plugins.errors import OntologyError
+from triage_plugins.contract.errors import OntologyError
 
 __all__ = ["Ontology", "PredicateSpec", "load_ontology"]
 

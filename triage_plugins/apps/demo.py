@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.config import TriageConfig
-from triage_plugins.events import Gold
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.events import Gold
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.reference.retrievers import RETRIEVERS
 
 if TYPE_CHECKING:
+    from triage_plugins.apps.score import QueryScore, ScoreReport
     from triage_plugins.offline.world import Question, World
     from triage_plugins.reference.pipeline import ReferencePipeline
-    from triage_plugins.scoring import QueryScore, ScoreReport
 
 __all__ = ["DemoResult", "answer_is_correct", "run_demo"]
 
@@ -113,7 +113,7 @@ def _probe_questions(world: World, seed: int) -> list[Any]:
     something to diagnose: unknown names (out of scope), distant pairs (retrieval or connectivity
     gaps) next to well-supported ones.
     """
-    from triage_plugins.graph import GraphView
+    from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.reference.probe_builder import build_probe
 
     return build_probe(GraphView(world.triples), per_category=2, seed=seed)
@@ -133,11 +133,11 @@ def run_demo(
     :param store: SQLite file for the trace and scores (``None``: in memory).
     :param progress: ``progress(label, total)`` returns a ``tick()`` callable (the CLI passes rich bars).
     """
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.apps.score import score_events
     from triage_plugins.offline.extractor import extract_chunk
     from triage_plugins.offline.world import generate_world
     from triage_plugins.reference.pipeline import ReferencePipeline
-    from triage_plugins.scoring import score_events
+    from triage_plugins.runtime.manager import TriageManager
 
     started = time.perf_counter()
     bar = progress or (lambda label, total: lambda: None)

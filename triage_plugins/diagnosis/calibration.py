@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError
 
 __all__ = [
     "Interval",

@@ -2,7 +2,7 @@
 
 One SQLite file in WAL mode is the default backend; PostgreSQL, selected by a ``postgresql://`` URL
 so that many workers can share one contribution table, is planned and not available yet (opening
-such a URL raises :class:`~triage_plugins.errors.StoreError` saying so).
+such a URL raises :class:`~triage_plugins.contract.errors.StoreError` saying so).
 
 Opening (:meth:`Store.open`) accepts a filesystem path, a ``sqlite:///`` URL following SQLAlchemy's
 convention (``sqlite:///rel/path.sqlite`` is relative, ``sqlite:////abs/path.sqlite`` absolute) or
@@ -58,8 +58,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.errors import EventError, StoreError
-from triage_plugins.events import EVENT_TYPES, Event, from_json
+from triage_plugins.contract.errors import EventError, StoreError
+from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
 
 if TYPE_CHECKING:
     from triage_plugins.metrics.result import MetricResult
@@ -720,7 +720,7 @@ class Store:
         framework: str | None = None,
         query_id: str | None = None,
     ) -> Iterator[Event]:
-        """The stored events in recording order, rebuilt with :func:`triage_plugins.events.from_json`.
+        """The stored events in recording order, rebuilt with :func:`triage_plugins.contract.events.from_json`.
 
         Filters combine with AND. Rows are read in pages, so iterating a large store is cheap.
         """

@@ -2,11 +2,11 @@
 
 For each seed:
 
-1. **Noise.** :func:`~triage_plugins.evolve_noise.inject_noise` adds conflicting facts (and as
+1. **Noise.** :func:`~triage_plugins.apps.evolve_noise.inject_noise` adds conflicting facts (and as
    many irrelevant ones) on ``noise`` of the (node, relation, direction) steps of the test
    questions' gold paths.
 2. **Queries.** Test queries are the dataset's (a seeded sample when ``sample`` is set); training
-   queries are generated in their local subgraphs (:func:`~triage_plugins.evolve_noise.training_queries`,
+   queries are generated in their local subgraphs (:func:`~triage_plugins.apps.evolve_noise.training_queries`,
    EvoRAG §6.1): each iteration answers a fresh set of them, as many as test queries (§6.3: "each
    iteration processes a set of training queries (equal in size to the test set)"), drawn without
    repetition while the local subgraphs hold new ones, then reused in order.
@@ -55,21 +55,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from triage_plugins.config import TriageConfig
+from triage_plugins.apps.evolve_noise import NoisyKB, TrainingQuery, inject_noise, training_queries
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.errors import ConfigError, DatasetError
+from triage_plugins.contract.events import Chunk, FeedbackEvent, Gold, RerankRequest, RetrievalEvent, Triple
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.datasets import load_kb, load_questions
 from triage_plugins.datasets.qa import QAItem
-from triage_plugins.errors import ConfigError, DatasetError
-from triage_plugins.events import Chunk, FeedbackEvent, Gold, RerankRequest, RetrievalEvent, Triple
-from triage_plugins.evolve_noise import NoisyKB, TrainingQuery, inject_noise, training_queries
-from triage_plugins.graph import GraphView, normalize_label
-from triage_plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from triage_plugins.handlers.feedback import FeedbackLearner
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.plugins.feedback import FeedbackLearner
     from triage_plugins.reference.pipeline import ReferencePipeline
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = [
     "EvolveBenchResult",
@@ -401,9 +401,9 @@ class _Runner:
         pipeline_options: Mapping[str, Any],
         feedback_options: Mapping[str, Any],
     ) -> None:
-        from triage_plugins.handlers.feedback import FeedbackLearner
-        from triage_plugins.manager import TriageManager
+        from triage_plugins.plugins.feedback import FeedbackLearner
         from triage_plugins.reference.pipeline import ReferencePipeline
+        from triage_plugins.runtime.manager import TriageManager
 
         options = {f"feedback.{k}": v for k, v in {**DEFAULT_FEEDBACK, **feedback_options}.items()}
         options["feedback.learn_alpha"] = mode == "learned"
@@ -550,7 +550,7 @@ def run_evolve_bench(
     :param data: already loaded ``(kb triples, questions, note)`` (skips loading).
     :param train_source: where training paths are sampled: ``"retrieved"`` (segments of the
         paths retrieved for the test queries) or ``"neighbourhood"`` (random walks from the topic
-        in the searched graph); see :func:`~triage_plugins.evolve_noise.training_queries`.
+        in the searched graph); see :func:`~triage_plugins.apps.evolve_noise.training_queries`.
     :param split: ``"dev"`` / ``"test"``: a fixed partition of the usable questions (every fifth
         in a permutation seeded ``"dev-split"`` is dev), so settings can be chosen on dev and
         reported on test; ``"all"`` uses every question.

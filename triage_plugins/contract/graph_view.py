@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from triage_plugins.errors import EventError
-from triage_plugins.events import Triple
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.events import Triple
 
 if TYPE_CHECKING:
     import networkx as nx

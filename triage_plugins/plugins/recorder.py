@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.hookspecs import hookimpl
+from triage_plugins.contract.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from triage_plugins.events import (
+    from triage_plugins.contract.events import (
         Event,
         ExtractionEvent,
         FeedbackEvent,
@@ -30,7 +30,7 @@ class StoreRecorder:
     Events are stored under the manager's current run id (``manager.run_id``) when it has one.
     With no store (``manager.store is None``) every hook is a no-op.
 
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` (anything with ``.store``
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (anything with ``.store``
         and, optionally, ``.run_id``).
     """
 

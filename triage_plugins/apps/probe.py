@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from triage_plugins.calibration import clustered_bca_interval, youden_threshold
-from triage_plugins.config import TriageConfig
-from triage_plugins.errors import ConfigError
-from triage_plugins.events import Gold
-from triage_plugins.graph import GraphView
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import Gold
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.diagnosis.calibration import clustered_bca_interval, youden_threshold
 from triage_plugins.reference.probe_builder import ProbeQuestion, build_probe
 
 __all__ = ["PROBE_RETRIEVERS", "Observation", "ProbeResult", "Stratum", "run_probe", "strata"]
@@ -163,10 +163,10 @@ def run_probe(
     **pipeline_options: Any,
 ) -> ProbeResult:
     """Build the probe over ``graph`` and run it through ``retrievers`` (module docstring)."""
-    from triage_plugins.grounding import shared_grounder
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.kg.grounding import shared_grounder
     from triage_plugins.metrics.usage import usage_metrics
     from triage_plugins.reference.pipeline import ReferencePipeline
+    from triage_plugins.runtime.manager import TriageManager
 
     unknown = set(retrievers) - set(PROBE_RETRIEVERS) - {"krag"}
     if unknown:

@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
-from triage_plugins.errors import ConfigError, FeedbackError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError, FeedbackError
+from triage_plugins.contract.events import (
     Chunk,
     FeedbackEvent,
     GenerationEvent,
@@ -55,6 +55,7 @@ from triage_plugins.events import (
     RetrievalEvent,
     Triple,
 )
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.feedback.backprop import FeedbackOptimizer, Update
 from triage_plugins.feedback.evaluators import (
     AnswerSupportEvaluator,
@@ -66,15 +67,14 @@ from triage_plugins.feedback.evaluators import (
 from triage_plugins.feedback.evolution import EvolutionResult, KGEvolution, join_relations
 from triage_plugins.feedback.priority import Relevance, clamp_relevance, token_relevance, unit_priority
 from triage_plugins.feedback.scores import ContributionScores
-from triage_plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from triage_plugins.graph import GraphView
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["FeedbackLearner"]
 
-log = logging.getLogger("triage.handlers.feedback")
+log = logging.getLogger("triage.plugins.feedback")
 
 PREFIX = "feedback."
 DEFAULTS: dict[str, Any] = {
@@ -168,7 +168,7 @@ def _text(unit: Triple | Chunk) -> str:
 class FeedbackLearner:
     """Default plugin: learns EvoRAG contribution scores from feedback and reranks with them.
 
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` (its ``store`` and ``config``).
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (its ``store`` and ``config``).
     """
 
     def __init__(self, manager: TriageManager) -> None:

@@ -1,7 +1,7 @@
 """The implementation/validation recorder: a default plugin measuring TRIAGE §4.1 and §4.2.
 
-It keeps every :class:`~triage_plugins.events.ExtractionEvent` it sees (per framework, chunk and
-run), and when a :class:`~triage_plugins.events.GraphEvent` arrives it computes the KG Validation
+It keeps every :class:`~triage_plugins.contract.events.ExtractionEvent` it sees (per framework, chunk and
+run), and when a :class:`~triage_plugins.contract.events.GraphEvent` arrives it computes the KG Validation
 metrics of that graph (with the event's ontology) and the KG Implementation metrics of the
 extractions so far (with the event's graph, aliases and ontology for CSR_link, SC and CVR), and
 writes them to ``manager.store`` as ``scope="graph"`` rows, ``scope_id`` = the framework name.
@@ -14,17 +14,17 @@ import threading
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.hookspecs import hookimpl
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.metrics.extraction import implementation_metrics
 from triage_plugins.metrics.validation import validation_metrics
 
 if TYPE_CHECKING:
-    from triage_plugins.events import ExtractionEvent, GraphEvent
+    from triage_plugins.contract.events import ExtractionEvent, GraphEvent
     from triage_plugins.metrics.result import MetricResult
 
 __all__ = ["ImplementationRecorder"]
 
-log = logging.getLogger("triage.handlers.implementation")
+log = logging.getLogger("triage.plugins.implementation")
 
 
 class ImplementationRecorder:
@@ -34,7 +34,7 @@ class ImplementationRecorder:
     default 0.5) and ``"implementation.delta"`` (SRR threshold δ, default 0.9). The last computed
     metrics per framework stay available in :attr:`latest` (useful without a store).
 
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` (anything with ``.store``,
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (anything with ``.store``,
         and optionally ``.config`` and ``.run_id``).
     """
 

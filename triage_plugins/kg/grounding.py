@@ -5,7 +5,7 @@ mentions M_q, and a matching step maps each mention to a node or to ⊥ (γ_q); 
 mentions of one entity are coalesced so each real-world entity counts once. Here:
 
 1. **Gazetteer, longest match.** Every node id, display label and alias key is normalized with
-   :func:`~triage_plugins.graph.normalize_label` (casefold, NFKC, punctuation and underscores to
+   :func:`~triage_plugins.contract.graph_view.normalize_label` (casefold, NFKC, punctuation and underscores to
    spaces), diacritics are folded (``Franzén`` = ``Franzen``) and the :data:`STOP_WORDS` are
    dropped, giving a key of significant tokens stored in a token trie. The text is scanned left to
    right; at each token the longest key wins (``Christopher Nolan`` over ``Nolan``). Stop words in
@@ -58,8 +58,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from triage_plugins.errors import EventError
-from triage_plugins.graph import GraphView, normalize_label
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.graph_view import GraphView, normalize_label
 
 __all__ = ["FUNCTION_WORDS", "STOP_WORDS", "Grounder", "Grounding"]
 

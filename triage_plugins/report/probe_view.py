@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from triage_plugins.reference.probe import PAPER_TABLE5, PAPER_THETA_ERC, ProbeResult, Stratum
+from triage_plugins.apps.probe import PAPER_TABLE5, PAPER_THETA_ERC, ProbeResult, Stratum
 
 __all__ = ["render_probe"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from triage_plugins.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError
 
 __all__ = ["DEFAULT_THRESHOLDS", "TriageConfig"]
 

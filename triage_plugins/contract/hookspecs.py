@@ -1,7 +1,7 @@
 """The hook specification: the whole contract between adapters and handlers (DESIGN §3).
 
 Adapters (LightRAG, GraphRAG, LlamaIndex, the reference pipeline) *call* these hooks through
-:class:`triage_plugins.manager.TriageManager`; plugins *implement* them with :data:`hookimpl`::
+:class:`triage_plugins.runtime.manager.TriageManager`; plugins *implement* them with :data:`hookimpl`::
 
     from triage_plugins import hookimpl
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from triage_plugins.events import (
+    from triage_plugins.contract.events import (
         ExtractionEvent,
         FeedbackEvent,
         GateDecision,
@@ -89,7 +89,7 @@ def triage_gate(event: RetrievalEvent) -> GateDecision | None:
     Stops at the first non-None result.
 
     :param event: the same retrieval event.
-    :return: a :class:`~triage_plugins.events.GateDecision` — ``proceed``, ``warn`` (answer but
+    :return: a :class:`~triage_plugins.contract.events.GateDecision` — ``proceed``, ``warn`` (answer but
         flag the result) or ``reroute`` (retrieve again as ``suggestion`` says) — or ``None`` to
         leave the decision to the next plugin. When no plugin decides, the host proceeds.
     """

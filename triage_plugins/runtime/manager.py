@@ -3,7 +3,7 @@
 Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(request)``), never
 ``pm.hook`` directly, so a misspelt hook fails at import, not at 2 a.m.
 
-- **Default plugins** (the core's own handlers, listed in :mod:`triage_plugins.handlers`) and
+- **Default plugins** (the core's own handlers, listed in :mod:`triage_plugins.plugins`) and
   **entry-point plugins** (group ``"triage"``) are loaded at construction.
 - ``TRIAGE_DISABLE_PLUGINS=name,name`` blocks plugins by name; ``TRIAGE_TRACE_PLUGINS=1`` logs every
   hook call on the ``triage.trace`` logger; ``TRIAGE_SYNC=1`` delivers notifications inline.
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from triage_plugins import hookspecs
-from triage_plugins.config import TriageConfig
-from triage_plugins.errors import ConfigError, EventError
-from triage_plugins.events import (
+from triage_plugins.contract import hookspecs
+from triage_plugins.contract.config import TriageConfig
+from triage_plugins.contract.errors import ConfigError, EventError
+from triage_plugins.contract.events import (
     Event,
     ExtractionEvent,
     FeedbackEvent,
@@ -208,7 +208,7 @@ class TriageManager:
         return Store.open(os.fspath(store) if isinstance(store, os.PathLike | Path) else store)
 
     def _load_defaults(self) -> None:
-        from triage_plugins.handlers import DEFAULT_PLUGINS
+        from triage_plugins.plugins import DEFAULT_PLUGINS
 
         for name, target in DEFAULT_PLUGINS:
             if self._pm.is_blocked(name):

@@ -1,7 +1,7 @@
 """The events carried by the hooks (DESIGN §3) and their JSON form (DESIGN §6).
 
 Every event is a frozen, slotted dataclass validated at construction: a bad value raises
-:class:`~triage_plugins.errors.EventError` naming the class and the field. Lists passed where a
+:class:`~triage_plugins.contract.errors.EventError` naming the class and the field. Lists passed where a
 tuple is declared are converted to tuples and mappings are copied into read-only views, so an
 event never changes after it is built.
 
@@ -19,11 +19,11 @@ from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from triage_plugins.errors import EventError
+from triage_plugins.contract.errors import EventError
 
 if TYPE_CHECKING:
-    from triage_plugins.graph import GraphView
-    from triage_plugins.ontology import Ontology
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.kg.ontology import Ontology
 
 __all__ = [
     "Chunk",
@@ -437,8 +437,8 @@ class GraphEvent(Event):
     ontology: Ontology | None = None
 
     def __post_init__(self) -> None:
-        from triage_plugins.graph import GraphView
-        from triage_plugins.ontology import Ontology
+        from triage_plugins.contract.graph_view import GraphView
+        from triage_plugins.kg.ontology import Ontology
 
         _need_id(self, "framework")
         if not isinstance(self.graph, GraphView):
@@ -454,8 +454,8 @@ class GraphEvent(Event):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GraphEvent:
-        from triage_plugins.graph import GraphView
-        from triage_plugins.ontology import Ontology
+        from triage_plugins.contract.graph_view import GraphView
+        from triage_plugins.kg.ontology import Ontology
 
         onto = data.get("ontology")
         return cls(

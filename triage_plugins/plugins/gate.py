@@ -1,7 +1,7 @@
 """The default pre-inference gate (TRIAGE §3 "Pre-inference triage", §4.5 first three chain links).
 
 Before the reader runs, the gate reads QGR, ERC and RRS of the retrieval and answers
-``triage_gate`` with a :class:`~triage_plugins.events.GateDecision`:
+``triage_gate`` with a :class:`~triage_plugins.contract.events.GateDecision`:
 
 * ``proceed`` — every evaluable head link holds (or the gate cannot evaluate the query: no mentions
   supplied and no graph seen to ground them; the reason says so).
@@ -22,7 +22,7 @@ Before the reader runs, the gate reads QGR, ERC and RRS of the retrieval and ans
 It respects ``manager.config.gate`` (off: returns ``None`` so the host proceeds) and
 ``manager.config.thresholds``. It is on the host's synchronous path: it computes only the three
 head metrics with sets and a BFS over K_S; a query without mentions is grounded with a
-:class:`~triage_plugins.grounding.Grounder` prepared off the hot path when the graph event arrives.
+:class:`~triage_plugins.kg.grounding.Grounder` prepared off the hot path when the graph event arrives.
 """
 
 from __future__ import annotations
@@ -30,24 +30,24 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.config import DEFAULT_THRESHOLDS
-from triage_plugins.events import GateDecision
-from triage_plugins.hookspecs import hookimpl
+from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.events import GateDecision
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.metrics.usage import chain_head_metrics
 
 if TYPE_CHECKING:
-    from triage_plugins.events import GraphEvent, RetrievalEvent
+    from triage_plugins.contract.events import GraphEvent, RetrievalEvent
     from triage_plugins.metrics.result import MetricResult
 
 __all__ = ["DefaultGate"]
 
-log = logging.getLogger("triage.handlers.gate")
+log = logging.getLogger("triage.plugins.gate")
 
 
 class DefaultGate:
     """Default ``triage_gate`` implementation: proceed, warn or reroute on the chain's head links.
 
-    :param manager: the :class:`~triage_plugins.manager.TriageManager` (reads ``.config``).
+    :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (reads ``.config``).
     """
 
     def __init__(self, manager: Any) -> None:
@@ -57,7 +57,7 @@ class DefaultGate:
     @hookimpl
     def triage_graph(self, event: GraphEvent) -> None:
         """Prepare a grounder for the new graph (runs on the background worker, off the hot path)."""
-        from triage_plugins.grounding import shared_grounder
+        from triage_plugins.kg.grounding import shared_grounder
 
         self._grounder = shared_grounder(event.graph, dict(event.aliases))
 

@@ -27,10 +27,10 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from triage_plugins.contract.errors import ConfigError, DatasetError
+from triage_plugins.contract.events import Gold, Triple
 from triage_plugins.datasets.kb import KBIndex
 from triage_plugins.datasets.qa import QAItem
-from triage_plugins.errors import ConfigError, DatasetError
-from triage_plugins.events import Gold, Triple
 
 __all__ = [
     "NoisyKB",

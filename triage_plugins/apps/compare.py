@@ -3,12 +3,12 @@
 A framework takes part through a small runner (:class:`FrameworkRunner`): it drives the framework over
 the corpus in one mode and **emits events through the manager** — it computes nothing. Every number of
 a row then comes from that framework's own recorded events, filtered by ``framework`` and
-``retriever`` (:func:`aggregate_events`), scored with :func:`triage_plugins.scoring.score_events`
+``retriever`` (:func:`aggregate_events`), scored with :func:`triage_plugins.apps.score.score_events`
 (KG Implementation §4.1, KG Validation §4.2, KG Usage §4.3, the chain §4.5).
 
 Decisions:
 
-* **One manager per framework × mode.** Each gets a fresh :class:`~triage_plugins.manager.TriageManager`
+* **One manager per framework × mode.** Each gets a fresh :class:`~triage_plugins.runtime.manager.TriageManager`
   (synchronous delivery, no entry-point plugins, so runs are deterministic), its own store run (kind
   ``"compare"``), and a score namespace ``"<framework>/<mode>@<run id>:<unit>"`` in the shared store,
   so the EvoRAG contribution scores learned in one mode (or an earlier compare) never leak into another.
@@ -38,8 +38,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from triage_plugins.errors import ConfigError, DatasetError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError, DatasetError
+from triage_plugins.contract.events import (
     Chunk,
     Event,
     ExtractedTriple,
@@ -49,12 +49,12 @@ from triage_plugins.events import (
     GraphEvent,
     RetrievalEvent,
 )
-from triage_plugins.hookspecs import hookimpl
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.metrics.result import MetricResult
 
 if TYPE_CHECKING:
-    from triage_plugins.manager import TriageManager
-    from triage_plugins.ontology import Ontology
+    from triage_plugins.kg.ontology import Ontology
+    from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store import Store
 
 __all__ = [
@@ -273,7 +273,7 @@ def unregister_runner(name: str) -> None:
 
 
 def _hit(answer: str, gold: Gold) -> bool:
-    from triage_plugins.graph import normalize_label
+    from triage_plugins.contract.graph_view import normalize_label
 
     said = normalize_label(answer)
     return bool(said) and any(normalize_label(a) == said for a in gold.answers)
@@ -576,7 +576,7 @@ def aggregate_events(
     :param gold: question id -> gold annotations, attached to retrievals that carry none (a host
         framework does not know the benchmark's gold; the question id is read from :func:`query_id`).
     """
-    from triage_plugins.scoring import score_events
+    from triage_plugins.apps.score import score_events
 
     mine = [e for e in events if getattr(e, "framework", None) == framework]
     extractions = [e for e in mine if isinstance(e, ExtractionEvent)]
@@ -880,8 +880,8 @@ def _run_one(
     progress: Progress,
     units: list[str],
 ) -> CompareRow:
-    from triage_plugins.config import DEFAULT_THRESHOLDS, TriageConfig
-    from triage_plugins.manager import TriageManager
+    from triage_plugins.contract.config import DEFAULT_THRESHOLDS, TriageConfig
+    from triage_plugins.runtime.manager import TriageManager
 
     framework = getattr(runner, "framework", runner.name)
     retriever_of = getattr(runner, "retriever_of", None)

@@ -9,7 +9,7 @@
 * **Usage** (§4.3) per query: each retrieval event joined with its generation events by
   ``(framework, query_id)`` (``context="retrieved"`` is the answer, ``context="none"`` the closed-book
   run for KNI), then the chain signature (§4.5). Missing mentions and groundings are derived with the
-  default :class:`~triage_plugins.grounding.Grounder` over the graph of the last graph event; without a
+  default :class:`~triage_plugins.kg.grounding.Grounder` over the graph of the last graph event; without a
   graph event they stay N/A ("mentions unavailable") and the signature is undetermined.
 * **Aggregates**: the mean of each per-query metric over the queries where it is defined, the RHD
   distribution (eq. 33), the population ratios RFR and HHR (§4.3.5), and the signature counts.
@@ -33,16 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from triage_plugins.calibration import (
-    Interval,
-    Youden,
-    bca_interval,
-    clustered_bca_interval,
-    youden_threshold,
-)
-from triage_plugins.diagnosis import REMEDIATION, SIGNATURES, Diagnosis, diagnose
-from triage_plugins.errors import ConfigError, EventError
-from triage_plugins.events import (
+from triage_plugins.contract.errors import ConfigError, EventError
+from triage_plugins.contract.events import (
     Event,
     ExtractionEvent,
     GenerationEvent,
@@ -50,6 +42,14 @@ from triage_plugins.events import (
     RetrievalEvent,
     from_json,
 )
+from triage_plugins.diagnosis.calibration import (
+    Interval,
+    Youden,
+    bca_interval,
+    clustered_bca_interval,
+    youden_threshold,
+)
+from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES, Diagnosis, diagnose
 from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.metrics.usage import (
     METRICS,
@@ -64,8 +64,8 @@ from triage_plugins.metrics.usage import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from triage_plugins.graph import GraphView
-    from triage_plugins.ontology import Ontology
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.kg.ontology import Ontology
 
 __all__ = [
     "CalibrationReport",
@@ -311,7 +311,7 @@ def score_events(
     :param events: events in any order; the last graph event is the graph scored and grounded against.
     :param ontology: the schema for SC/CVR/LC/OC; defaults to the graph event's ontology.
     :param reference: a reference graph for COR/CMP (gold KG), when there is one.
-    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.config.DEFAULT_THRESHOLDS`).
+    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
     """
     notes: list[str] = []
     extractions: list[ExtractionEvent] = []
@@ -351,7 +351,7 @@ def score_events(
     grounder = None
     if graph is not None and retrievals:
         try:
-            from triage_plugins.grounding import Grounder
+            from triage_plugins.kg.grounding import Grounder
 
             grounder = Grounder(graph, dict(aliases))
         except ImportError as exc:  # pragma: no cover - ships with the core

@@ -10,9 +10,9 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from triage_plugins.diagnosis import REMEDIATION, render_trace
+from triage_plugins.apps.demo import DemoResult
+from triage_plugins.diagnosis.chain import REMEDIATION, render_trace
 from triage_plugins.metrics.result import MetricResult
-from triage_plugins.reference.demo import DemoResult
 
 __all__ = ["render_demo"]
 
