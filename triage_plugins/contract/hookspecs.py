@@ -17,11 +17,13 @@ and ``triage_rerank`` are called synchronously because the host waits for their 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
+    from triage_plugins.adapter_kit.runner import FrameworkRunner
     from triage_plugins.contract.events import (
         ExtractionEvent,
         FeedbackEvent,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
         RerankRequest,
         RetrievalEvent,
     )
+    from triage_plugins.metrics.registry import MetricSpec
 
 PROJECT = "triage"
 
@@ -127,4 +130,31 @@ def triage_rerank(request: RerankRequest) -> list[float] | None:
         framework's own relevance S_r of each.
     :return: one priority per candidate, in the order of ``request.ids`` (higher ranks first),
         or ``None`` to keep the framework's own order.
+    """
+
+
+# -------------------------------------------------------------------------------------------
+# registration (called once, when a registry is first read; after simonw/llm's register_models)
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def triage_register_metrics(register: Callable[[MetricSpec], None]) -> None:
+    """Called once when the metric registry is first read; add metrics with ``register(spec)``.
+
+    A metric registered here is computed by the usage plugin and ``triage score``, and appears in
+    ``triage compare`` and both reports, with no edit to the core.
+
+    :param register: call it with one :class:`~triage_plugins.metrics.registry.MetricSpec` per
+        metric; a symbol already registered raises :class:`~triage_plugins.ConfigError`.
+    """
+
+
+@hookspec
+def triage_register_runners(register: Callable[[FrameworkRunner], None]) -> None:
+    """Called once when ``triage compare`` looks for frameworks; add runners with ``register(runner)``.
+
+    :param register: call it with one runner per framework (an object with the
+        :class:`~triage_plugins.adapter_kit.runner.FrameworkRunner` shape); its ``name`` is what
+        ``--frameworks`` selects.
     """
