@@ -22,7 +22,9 @@ from triage_plugins.runtime.manager import TriageManager
 HOOKS = sorted(n for n, f in vars(hookspecs).items() if n.startswith("triage_") and inspect.isfunction(f))
 #: Called once by a registry (metrics, compare runners); exercised by those registries' tests.
 REGISTRATION_HOOKS = ["triage_register_metrics", "triage_register_runners"]
-EVENT_HOOKS = sorted(set(HOOKS) - set(REGISTRATION_HOOKS))
+#: Synchronous reads and writes of learned scores; exercised in tests/test_manager.py.
+LEARNED_STATE_HOOKS = ["triage_learned_scores", "triage_seed_scores"]
+EVENT_HOOKS = sorted(set(HOOKS) - set(REGISTRATION_HOOKS) - set(LEARNED_STATE_HOOKS))
 
 
 class Recorder:
@@ -78,6 +80,7 @@ def test_hook_table_matches_design():
         == EVENT_HOOKS
     )
     assert set(REGISTRATION_HOOKS) <= set(HOOKS)
+    assert set(LEARNED_STATE_HOOKS) <= set(HOOKS)
 
 
 def test_every_hook_is_documented():

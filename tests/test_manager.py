@@ -9,6 +9,7 @@ import time
 import pytest
 
 from triage_plugins import hookimpl
+from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.errors import ConfigError, EventError
 from triage_plugins.contract.events import FeedbackEvent, GateDecision, RerankRequest, RetrievalEvent
 from triage_plugins.runtime.manager import TriageManager
@@ -186,3 +187,119 @@ def test_batched_worker_delivers_without_flush():
 def test_schedule_delay_is_validated():
     with pytest.raises(ConfigError, match="schedule_delay"):
         TriageManager(entry_points=False, defaults=False, schedule_delay=-1)
+
+
+# ---------------------------------------------------------------------- load-time checks (pytest's check_pending)
+
+
+class _Misspelt:
+    @hookimpl
+    def triage_retreival(self, event):  # misspelt on purpose
+        pass
+
+
+def test_misspelt_hook_is_refused_with_the_close_match():
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    with pytest.raises(ConfigError) as info:
+        manager.register(_Misspelt(), name="typo")
+    assert "'triage_retreival'" in str(info.value)
+    assert "did you mean 'triage_retrieval'" in str(info.value)
+    assert manager.get_plugin("typo") is None  # not half-registered
+    manager.check_pending()  # nothing pending is left behind
+
+
+def test_misspelt_hook_in_an_entry_point_plugin_is_a_load_error_not_a_crash(monkeypatch):
+    from importlib import metadata
+
+    class _EP:
+        name, value, dist = "typo-pkg", "typo_pkg:plugin", None
+
+        def load(self):
+            return _Misspelt()
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [_EP()] if group == "triage" else [])
+    manager = TriageManager(synchronous=True, defaults=False)
+    assert manager.get_plugin("typo-pkg") is None
+    assert [e.name for e in manager.load_errors] == ["typo-pkg"]
+    assert "triage_retreival" in manager.load_errors[0].error
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [("gate.mdoe", "'gate.mode'"), ("feedback.etaa", "'feedback.eta'"), ("nobody.knows", "known options")],
+)
+def test_unknown_option_key_is_a_config_error_naming_close_matches(key, hint):
+    with pytest.raises(ConfigError) as info:
+        TriageManager(config=TriageConfig(options={key: 1}), synchronous=True, entry_points=False)
+    assert repr(key) in str(info.value)
+    assert hint in str(info.value)
+
+
+def test_options_of_a_blocked_default_plugin_are_still_accepted(monkeypatch):
+    monkeypatch.setenv("TRIAGE_DISABLE_PLUGINS", "triage.gate")
+    manager = TriageManager(
+        config=TriageConfig(options={"gate.mode": "warn"}), synchronous=True, entry_points=False
+    )
+    assert manager.get_plugin("triage.gate") is None
+    manager.close()
+
+
+def test_a_plugin_declares_its_own_options():
+    class WithOptions:
+        triage_options = {"mine.level": 3}
+
+        @hookimpl
+        def triage_retrieval(self, event):
+            pass
+
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    manager.register(WithOptions(), name="mine")
+    manager.config.options["mine.level"] = 4
+    manager.check_options()  # declared: fine
+    manager.config.options["mine.levle"] = 4
+    with pytest.raises(ConfigError, match="did you mean 'mine.level'"):
+        manager.check_options()
+
+
+@pytest.mark.parametrize(
+    "options", [{"gate.mode": "rerout"}, {"gate.widen_top_k": 0}, {"gate.expand_hops": "2"}]
+)
+def test_gate_option_values_are_validated(options):
+    with pytest.raises(ConfigError, match="gate\\."):
+        TriageManager(config=TriageConfig(options=options), synchronous=True, entry_points=False)
+
+
+# ---------------------------------------------------------------------- learned state
+
+
+def test_learned_scores_come_from_the_feedback_learner_and_seeding_keeps_learned_ones():
+    manager = TriageManager(synchronous=True, entry_points=False)
+    assert manager.learned_scores("triple", ["t1"]) == {}
+    assert manager.seed_scores("triple", {"t1": 120.0, "t2": float("nan"), "t3": True}) == 1
+    assert manager.learned_scores("triple", ["t1", "t2"]) == {"t1": 120.0}
+    assert manager.seed_scores("triple", {"t1": 50.0, "t4": 80.0}) == 1  # t1 is already learned
+    assert manager.learned_scores("triple") == {"t1": 120.0, "t4": 80.0}
+    learner = manager.get_plugin("triage.feedback")
+    assert learner.priorities(["t1"], [0.5]).tolist() == pytest.approx([0.5 * 0.5 + 0.5 * 0.6])
+    manager.close()
+
+
+def test_learned_scores_fall_back_to_the_store_without_a_learner(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRIAGE_DISABLE_PLUGINS", "triage.feedback")
+    manager = TriageManager(tmp_path / "s.sqlite", synchronous=True, entry_points=False)
+    assert manager.seed_scores("chunk", {"c1": 90.0}) == 1
+    assert manager.store.get_scores("chunk")["c1"].raw == 90.0
+    assert manager.learned_scores("chunk", ["c1", "c2"]) == {"c1": 90.0}
+    manager.close()
+
+
+def test_learned_scores_survive_a_hostile_scores_plugin():
+    class Hostile:
+        @hookimpl(tryfirst=True)
+        def triage_learned_scores(self, unit, ids):
+            return {"t1": "100", "t2": float("inf"), 3: 1.0, "t3": 70.0}
+
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    manager.register(Hostile())
+    assert manager.learned_scores("triple") == {"t3": 70.0}
+    manager.close()

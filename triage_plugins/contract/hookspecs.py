@@ -17,7 +17,7 @@ and ``triage_rerank`` are called synchronously because the host waits for their 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -132,6 +132,36 @@ def triage_rerank(request: RerankRequest) -> list[float] | None:
         or ``None`` to keep the framework's own order.
     """
 
+
+# -------------------------------------------------------------------------------------------
+# learned state (what an adapter writes back into its framework's own ranking and storage)
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def triage_learned_scores(unit: str, ids: Sequence[str] | None) -> Mapping[str, float] | None:
+    """Called synchronously when an adapter needs the learned raw contribution scores.
+
+    Stops at the first non-None result.
+
+    :param unit: ``"triple"`` or ``"chunk"``.
+    :param ids: the ids wanted, or ``None`` for every id that has a learned score.
+    :return: raw score (EvoRAG §4.2, init 100) per id that has one, or ``None`` when this plugin
+        keeps no scores.
+    """
+
+
+@hookspec(firstresult=True)
+def triage_seed_scores(unit: str, scores: Mapping[str, float]) -> int | None:
+    """Called when an adapter finds scores its framework persisted (e.g. after a restart).
+
+    Stops at the first non-None result.
+
+    :param unit: ``"triple"`` or ``"chunk"``.
+    :param scores: raw score per id as the framework stored it.
+    :return: how many ids were seeded (only ids with no learned score yet), or ``None`` when this
+        plugin keeps no scores.
+    """
 
 # -------------------------------------------------------------------------------------------
 # registration (called once, when a registry is first read; after simonw/llm's register_models)

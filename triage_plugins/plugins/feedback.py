@@ -41,7 +41,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -171,6 +171,9 @@ class FeedbackLearner:
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (its ``store`` and ``config``).
     """
 
+    #: Options this plugin reads (``TriageConfig.options``), with their defaults.
+    triage_options: ClassVar[Mapping[str, Any]] = {PREFIX + k: v for k, v in DEFAULTS.items()}
+
     def __init__(self, manager: TriageManager) -> None:
         self.manager = manager
         self.options = _options(manager.config.options)
@@ -280,6 +283,25 @@ class FeedbackLearner:
         if not self.manager.config.reweight or request.unit != self.unit:
             return None
         return self.priorities(request.ids, request.relevance).tolist()
+
+    @hookimpl
+    def triage_learned_scores(self, unit: str, ids: Sequence[str] | None) -> dict[str, float]:
+        scores = self.model(unit).scores
+        if ids is None:
+            return scores.scored()
+        return {i: float(row.raw) for i, row in scores.store.get_scores(unit, ids).items()}
+
+    @hookimpl
+    def triage_seed_scores(self, unit: str, scores: Mapping[str, float]) -> int:
+        model = self.model(unit)
+        known = model.scores.scored()
+        seeded = 0
+        with self._lock:
+            for id_, raw in scores.items():
+                if id_ not in known:
+                    model.scores.set(id_, float(raw))
+                    seeded += 1
+        return seeded
 
     # ------------------------------------------------------------------ learning
 

@@ -28,9 +28,11 @@ head metrics with sets and a BFS over K_S; a query without mentions is grounded 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import GateDecision
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.metrics.usage import chain_head_metrics
@@ -44,15 +46,27 @@ __all__ = ["DefaultGate"]
 log = logging.getLogger("triage.plugins.gate")
 
 
+#: What ``gate.mode`` may be: record the decision only, or ask the host to retrieve again.
+GATE_MODES: tuple[str, ...] = ("warn", "reroute")
+
+
 class DefaultGate:
     """Default ``triage_gate`` implementation: proceed, warn or reroute on the chain's head links.
 
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (reads ``.config``).
     """
 
+    #: Options this plugin reads (``TriageConfig.options``), with their defaults.
+    triage_options: ClassVar[Mapping[str, Any]] = {
+        "gate.mode": "reroute",
+        "gate.widen_top_k": 2,
+        "gate.expand_hops": 1,
+    }
+
     def __init__(self, manager: Any) -> None:
         self._manager = manager
         self._grounder: Any = None
+        _check_options(getattr(getattr(manager, "config", None), "options", None) or {})
 
     @hookimpl
     def triage_graph(self, event: GraphEvent) -> None:
@@ -92,6 +106,16 @@ class DefaultGate:
             suggestion = {"expand_hops": options.get("gate.expand_hops", 1)}
             return GateDecision(action, _why("connectivity gap", rrs, theta["RRS"]), shown, suggestion)
         return GateDecision("proceed", "QGR, ERC and RRS hold", shown)
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    mode = options.get("gate.mode", "reroute")
+    if mode not in GATE_MODES:
+        raise ConfigError(f"gate.mode must be one of {', '.join(map(repr, GATE_MODES))}, got {mode!r}")
+    for key in ("gate.widen_top_k", "gate.expand_hops"):
+        value = options.get(key, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100:
+            raise ConfigError(f"{key} must be a whole number from 1 to 100, got {value!r}")
 
 
 def _why(label: str, result: MetricResult, threshold: float) -> str:

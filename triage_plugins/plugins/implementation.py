@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.metrics.extraction import implementation_metrics
@@ -37,6 +38,9 @@ class ImplementationRecorder:
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (anything with ``.store``,
         and optionally ``.config`` and ``.run_id``).
     """
+
+    #: Options this plugin reads (``TriageConfig.options``), with their defaults.
+    triage_options: ClassVar[Mapping[str, Any]] = {"implementation.tau": 0.5, "implementation.delta": 0.9}
 
     def __init__(self, manager: Any) -> None:
         self._manager = manager

@@ -26,8 +26,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.config import DEFAULT_THRESHOLDS
 from triage_plugins.contract.hookspecs import hookimpl
@@ -62,6 +63,9 @@ class UsageRecorder:
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (reads ``.store``, ``.config``
         and ``.run_id``).
     """
+
+    #: Options this plugin reads (``TriageConfig.options``), with their defaults.
+    triage_options: ClassVar[Mapping[str, Any]] = {"usage.max_queries": 10_000}
 
     def __init__(self, manager: Any) -> None:
         self._manager = manager

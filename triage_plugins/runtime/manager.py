@@ -20,6 +20,7 @@ Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(r
 from __future__ import annotations
 
 import atexit
+import difflib
 import functools
 import importlib
 import logging
@@ -30,10 +31,11 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -195,6 +197,7 @@ class TriageManager:
             self._load_defaults()
         if entry_points:
             self._load_entry_points()
+        self.check_options()
         atexit.register(_flush_at_exit, weakref.ref(self))
 
     # ------------------------------------------------------------------ setup
@@ -217,6 +220,8 @@ class TriageManager:
                 module_name, _, attr = target.partition(":")
                 factory = getattr(importlib.import_module(module_name), attr)
                 plugin = factory(self)
+            except ConfigError:  # the caller's configuration is wrong: say so, don't run without it
+                raise
             except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the host
                 log.error("default plugin %s (%s) failed to load: %s", name, target, exc, exc_info=exc)
                 self.load_errors.append(_LoadError(name, "default", f"{type(exc).__name__}: {exc}"))
@@ -234,11 +239,15 @@ class TriageManager:
                 self.load_errors.append(_LoadError(ep.name, "entry point", f"{type(exc).__name__}: {exc}"))
                 continue
             dist = getattr(ep, "dist", None)
-            self.register(
-                plugin,
-                name=ep.name,
-                _source=("entry point", getattr(dist, "name", None), getattr(dist, "version", None)),
-            )
+            try:
+                self.register(
+                    plugin,
+                    name=ep.name,
+                    _source=("entry point", getattr(dist, "name", None), getattr(dist, "version", None)),
+                )
+            except ConfigError as exc:  # a misspelt hook in an installed package must not stop the host
+                log.error("entry-point plugin %s (%s) not loaded: %s", ep.name, ep.value, exc)
+                self.load_errors.append(_LoadError(ep.name, "entry point", str(exc)))
 
     def register(
         self, plugin: object, name: str | None = None, *, _source: tuple | None = None
@@ -246,6 +255,9 @@ class TriageManager:
         """Register a plugin object or module; returns its name (``None`` when blocked).
 
         Without ``name``, the plugin's ``triage_name`` attribute, module name or class name is used.
+
+        :raises ConfigError: the plugin implements a hook the specification does not have (a
+            misspelt ``triage_retreival``, say; pluggy's ``check_pending``); it is not registered.
         """
         if name is None:
             name = (
@@ -258,9 +270,56 @@ class TriageManager:
                 k += 1
                 name = f"{base}-{k}"
         registered = self._pm.register(plugin, name=name)
-        if registered is not None:
-            self._sources[registered] = _source or ("registered", None, None)
+        if registered is None:
+            return None
+        unknown = self._unknown_hooks(plugin)
+        if unknown:
+            self._pm.unregister(plugin)
+            raise ConfigError(_unknown_hooks_message(registered, unknown, self.hook_names()))
+        self._sources[registered] = _source or ("registered", None, None)
         return registered
+
+    def _unknown_hooks(self, plugin: object) -> list[str]:
+        """Hooks ``plugin`` implements that no spec declares (what pluggy's ``check_pending`` finds)."""
+        out = []
+        for caller in self._pm.get_hookcallers(plugin) or ():
+            if caller.spec is not None:
+                continue
+            if any(i.plugin is plugin and not i.optionalhook for i in caller.get_hookimpls()):
+                out.append(caller.name)
+        return sorted(out)
+
+    def check_pending(self) -> None:
+        """Raise :class:`ConfigError` if any registered plugin implements an unknown hook."""
+        for name, plugin in self._pm.list_name_plugin():
+            unknown = self._unknown_hooks(plugin) if plugin is not None else []
+            if unknown:
+                raise ConfigError(_unknown_hooks_message(name, unknown, self.hook_names()))
+
+    def declared_options(self) -> dict[str, Any]:
+        """Every option key a plugin declares (``triage_options``), with its default.
+
+        Default plugins count even when blocked, so configuring a disabled plugin is not an error.
+        """
+        from triage_plugins.plugins import DEFAULT_PLUGINS
+
+        owners: list[object] = [p for _, p in self._pm.list_name_plugin() if p is not None]
+        for _, target in DEFAULT_PLUGINS:
+            module_name, _, attr = target.partition(":")
+            owners.append(getattr(importlib.import_module(module_name), attr))
+        declared: dict[str, Any] = {}
+        for owner in owners:
+            options = getattr(owner, "triage_options", None)
+            if isinstance(options, dict | MappingProxyType) or hasattr(options, "keys"):
+                declared.update(dict(options))  # type: ignore[arg-type]
+        return declared
+
+    def check_options(self) -> None:
+        """Raise :class:`ConfigError` for an option key no plugin declares (naming close matches)."""
+        declared = self.declared_options()
+        for key in self.config.options:
+            if key not in declared:
+                raise ConfigError(_unknown_option_message(key, declared))
 
     def unregister(self, plugin_or_name: object) -> None:
         """Remove a plugin by object or by name."""
@@ -295,7 +354,10 @@ class TriageManager:
 
     def hook_names(self) -> tuple[str, ...]:
         """Names of every hook in the specification."""
-        return tuple(sorted(n for n in dir(self._pm.hook) if n.startswith("triage_")))
+        hook = self._pm.hook
+        return tuple(
+            sorted(n for n in dir(hook) if n.startswith("triage_") and getattr(hook, n).spec is not None)
+        )
 
     # ------------------------------------------------------------------ errors and tracing
 
@@ -472,6 +534,42 @@ class TriageManager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ learned state
+
+    def learned_scores(self, unit: str, ids: Iterable[str] | None = None) -> dict[str, float]:
+        """Learned raw contribution scores of ``ids`` (every scored id when ``None``).
+
+        Asks ``triage_learned_scores`` (the feedback learner answers); with no plugin answering, the
+        store's scores; with neither, ``{}``. Ids never scored are absent.
+        """
+        wanted = None if ids is None else tuple(ids)
+        try:
+            answer = self._pm.hook.triage_learned_scores(unit=unit, ids=wanted)
+        except Exception as exc:  # noqa: BLE001
+            self._on_plugin_error("<wrapper>", "triage_learned_scores", exc)
+            answer = None
+        if answer is None and self.store is not None:
+            answer = {i: row.raw for i, row in self.store.get_scores(unit, wanted).items()}
+        return {k: float(v) for k, v in (answer or {}).items() if isinstance(k, str) and _finite_number(v)}
+
+    def seed_scores(self, unit: str, scores: Mapping[str, float]) -> int:
+        """Seed scores a framework persisted (ids with no learned score yet); returns how many."""
+        clean = {str(k): float(v) for k, v in scores.items() if _finite_number(v)}
+        if not clean:
+            return 0
+        try:
+            seeded = self._pm.hook.triage_seed_scores(unit=unit, scores=clean)
+        except Exception as exc:  # noqa: BLE001
+            self._on_plugin_error("<wrapper>", "triage_seed_scores", exc)
+            seeded = None
+        if seeded is None and self.store is not None:
+            known = self.store.get_scores(unit, list(clean))
+            fresh = {k: v for k, v in clean.items() if k not in known}
+            for key, value in fresh.items():
+                self.store.set_score(unit, key, value)
+            seeded = len(fresh)
+        return int(seeded or 0)
+
     # ------------------------------------------------------------------ synchronous hooks
 
     def gate(self, event: RetrievalEvent) -> GateDecision:
@@ -518,6 +616,25 @@ class TriageManager:
             )
             return None
         return values
+
+
+def _finite_number(value: object) -> bool:
+    """A real, finite number (bools and numeric strings are not numbers here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _unknown_hooks_message(plugin: str, unknown: list[str], known: tuple[str, ...]) -> str:
+    parts = []
+    for hook in unknown:
+        close = difflib.get_close_matches(hook, known, n=2)
+        parts.append(f"{hook!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""))
+    return f"plugin {plugin!r} implements unknown hook(s) {', '.join(parts)}; the hooks are {', '.join(known)}"
+
+
+def _unknown_option_message(key: str, declared: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(key, list(declared), n=3)
+    hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"known options: {', '.join(sorted(declared))}"
+    return f"unknown option {key!r}: no plugin declares it; {hint}"
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[TriageManager]) -> None:
