@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     from triage_plugins.offline.embedder import HashingEmbedder
     from triage_plugins.offline.world import generate_world
     from triage_plugins.plugins.gate import DefaultGate
-    from triage_plugins.store import Store
+    from triage_plugins.store import open_store
 
     print("| what | time | budget the tests used to assert |")
     print("|---|---|---|")
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     row("pre-inference gate, 200-triple subgraph (median)", best_median(lambda: gate.triage_gate(event), 200,
         args.repeat), "< 0.2 ms")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store(Path(tmp) / "bench.sqlite")
+        store = open_store(Path(tmp) / "bench.sqlite")
         try:
             counter = iter(range(10**9))
             row(

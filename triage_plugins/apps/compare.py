@@ -784,7 +784,7 @@ def run_compare(
     :param questions: default: the corpus's own questions.
     :param store: where events, metric rows and (namespaced) scores are recorded; default in memory.
     """
-    from triage_plugins.store import Store
+    from triage_plugins.store import is_store, open_store
 
     if feedback_rounds < 0:
         raise ConfigError(f"feedback rounds must be >= 0, got {feedback_rounds}")
@@ -806,8 +806,8 @@ def run_compare(
                 f"mode(s) {', '.join(unknown)} are not supported by {', '.join(n for n, _, _ in selected)}; "
                 f"known modes: {', '.join(sorted(known))}"
             )
-    owns = not hasattr(store, "record_event")
-    shared: Store = Store.open(":memory:" if store is None else store) if owns else store  # type: ignore[assignment]
+    owns = not is_store(store)
+    shared: Store = open_store(":memory:" if store is None else store)
     rows: list[CompareRow] = []
     units: list[str] = list(shared.get_param(SCORE_UNITS_PARAM, []) or [])
     try:

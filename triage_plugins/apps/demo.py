@@ -130,7 +130,7 @@ def run_demo(
 ) -> DemoResult:
     """Run the embedded-default loop and return what it measured.
 
-    :param store: SQLite file for the trace and scores (``None``: in memory).
+    :param store: store file for the trace and scores (``None``: in memory).
     :param progress: ``progress(label, total)`` returns a ``tick()`` callable (the CLI passes rich bars).
     """
     from triage_plugins.apps.score import score_events

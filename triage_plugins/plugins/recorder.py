@@ -1,6 +1,6 @@
 """The store writer: a default plugin that records every notification event (DESIGN §7, STYLE "the data").
 
-It runs on the manager's background worker, so the SQLite write stays off the host's hot path.
+It runs on the manager's background worker, so the store write stays off the host's hot path.
 Block it like any plugin (``TRIAGE_DISABLE_PLUGINS``) to keep traces out of the store.
 """
 

@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -53,9 +52,10 @@ from triage_plugins.contract.events import (
     RerankRequest,
     RetrievalEvent,
 )
+from triage_plugins.store.base import is_store, open_store
 
 if TYPE_CHECKING:
-    from triage_plugins.store import Store
+    from triage_plugins.store.base import Store
 
 __all__ = ["PluginInfo", "TriageManager", "default_manager"]
 
@@ -168,7 +168,7 @@ class TriageManager:
         if not 0.0 <= schedule_delay <= 10.0:
             raise ConfigError(f"schedule_delay must be in [0, 10] seconds, got {schedule_delay!r}")
         self.config = config or TriageConfig()
-        self._owns_store = store is not None and not hasattr(store, "record_event")
+        self._owns_store = store is not None and not is_store(store)
         self.store: Store | None = self._open_store(store)
         self.run_id: str | None = None
         self.synchronous = _env_flag("TRIAGE_SYNC") if synchronous is None else synchronous
@@ -204,11 +204,7 @@ class TriageManager:
 
     @staticmethod
     def _open_store(store: Any) -> Store | None:
-        if store is None or hasattr(store, "record_event"):
-            return store
-        from triage_plugins.store import Store
-
-        return Store.open(os.fspath(store) if isinstance(store, os.PathLike | Path) else store)
+        return None if store is None else open_store(store)
 
     def _load_defaults(self) -> None:
         from triage_plugins.plugins import DEFAULT_PLUGINS

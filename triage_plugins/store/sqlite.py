@@ -1,10 +1,9 @@
-"""The trace and score store: events, metric rows, contribution scores and learned parameters (DESIGN §7).
+"""The SQLite backend of the store (DESIGN §7): one file in WAL mode, the default.
 
-One SQLite file in WAL mode is the default backend; PostgreSQL, selected by a ``postgresql://`` URL
-so that many workers can share one contribution table, is planned and not available yet (opening
-such a URL raises :class:`~triage_plugins.contract.errors.StoreError` saying so).
+:func:`triage_plugins.store.open_store` picks this backend for paths, ``sqlite:///`` URLs and
+``":memory:"``; :class:`SQLiteStore` implements the :class:`~triage_plugins.store.Store` protocol.
 
-Opening (:meth:`Store.open`) accepts a filesystem path, a ``sqlite:///`` URL following SQLAlchemy's
+Opening (:meth:`SQLiteStore.open`) accepts a filesystem path, a ``sqlite:///`` URL following SQLAlchemy's
 convention (``sqlite:///rel/path.sqlite`` is relative, ``sqlite:////abs/path.sqlite`` absolute) or
 ``":memory:"``. Parent directories are created.
 
@@ -17,7 +16,7 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``; the fil
 ``events``
     every hook event as it was delivered: ``kind``, ``framework``, ``query_id`` (when the event
     has one), ``run_id``, ``ts`` and ``json`` = ``event.to_json()`` (DESIGN §6), rebuilt
-    losslessly by :meth:`Store.events`.
+    losslessly by :meth:`SQLiteStore.events`.
 ``metrics``
     one metric value per row: ``scope`` (``chunk`` / ``graph`` / ``query``), ``scope_id``,
     ``name`` (the paper's symbol), ``value`` or NULL with a ``reason`` (undefined is not zero),
@@ -37,14 +36,13 @@ application raises :class:`StoreError`.
 
 Threads: each thread uses its own connection (the manager's background worker writes while the
 host thread reads scores); an in-memory store has one connection guarded by a lock. Every public
-write is one transaction; :meth:`Store.transaction` groups several (nested uses become savepoints).
+write is one transaction; :meth:`SQLiteStore.transaction` groups several (nested uses become savepoints).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import secrets
 import sqlite3
@@ -53,16 +51,25 @@ import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage_plugins.contract.errors import EventError, StoreError
 from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
+from triage_plugins.store.rows import (
+    SCOPES,
+    TABLES,
+    MetricRow,
+    RunRow,
+    ScoreRow,
+    _dumps,
+    _finite,
+    _need_text,
+)
 
 if TYPE_CHECKING:
-    from triage_plugins.metrics.result import MetricResult
+    pass
 
 __all__ = [
     "APPLICATION_ID",
@@ -73,15 +80,13 @@ __all__ = [
     "MetricRow",
     "RunRow",
     "ScoreRow",
-    "Store",
+    "SQLiteStore",
 ]
 
 log = logging.getLogger("triage.store")
 
 APPLICATION_ID = 0x54524947  # "TRIG": marks a SQLite file as a triage-plugins store
 BUSY_TIMEOUT_SECONDS = 30.0
-SCOPES: tuple[str, ...] = ("chunk", "graph", "query")
-TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params")
 MEMORY = ":memory:"
 _PAGE = 500  # rows per page when iterating events; ids per IN (...) query
 
@@ -145,126 +150,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-# --------------------------------------------------------------------------- rows
-
-
-@dataclass(frozen=True, slots=True)
-class MetricRow:
-    """One row of the ``metrics`` table: a metric value (or ``None`` with its reason) for one scope.
-
-    :param scope: ``"chunk"``, ``"graph"`` or ``"query"``.
-    :param scope_id: the chunk id, graph name or query id the value belongs to.
-    :param name: the paper's symbol (``"ERC"``, ``"TCS"`` ...).
-    :param value: a finite number, or ``None`` (then ``reason`` is required).
-    :param ts: epoch seconds; filled with the write time when ``None``.
-    """
-
-    scope: str
-    scope_id: str
-    name: str
-    value: float | None
-    reason: str | None = None
-    run_id: str | None = None
-    framework: str | None = None
-    retriever: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
-    n: int | None = None
-    ts: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.scope not in SCOPES:
-            raise StoreError(f"MetricRow.scope must be one of {SCOPES}, got {self.scope!r}")
-        for name in ("scope_id", "name"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise StoreError(f"MetricRow.{name} must be a non-blank string, got {value!r}")
-        if self.value is None:
-            if not isinstance(self.reason, str) or not self.reason.strip():
-                raise StoreError(f"metric {self.name!r} of {self.scope_id!r}: a None value needs a reason")
-        else:
-            if isinstance(self.value, bool) or not isinstance(self.value, int | float):
-                raise StoreError(f"metric {self.name!r}: value must be a number or None, got {self.value!r}")
-            if not math.isfinite(self.value):
-                raise StoreError(
-                    f"metric {self.name!r} of {self.scope_id!r}: value must be finite, got {self.value!r}; "
-                    "record None with a reason instead"
-                )
-            object.__setattr__(self, "value", float(self.value))
-        if not isinstance(self.details, Mapping):
-            raise StoreError(
-                f"metric {self.name!r}: details must be a mapping, got {type(self.details).__name__}"
-            )
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
-        if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int)):
-            raise StoreError(f"metric {self.name!r}: n must be an int or None, got {self.n!r}")
-
-    @classmethod
-    def from_result(cls, scope: str, scope_id: str, result: MetricResult, **fields: Any) -> MetricRow:
-        """The row of a :class:`~triage_plugins.metrics.result.MetricResult` (name, value, reason, n, details)."""
-        return cls(
-            scope,
-            scope_id,
-            result.name,
-            result.value,
-            result.reason,
-            details=result.details,
-            n=result.n,
-            **fields,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ScoreRow:
-    """A contribution score: the raw value (initially 100), how many updates it had, when the last was."""
-
-    raw: float
-    n_updates: int
-    updated_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class RunRow:
-    """A run: its id, kind (``"demo"``, ``"compare"``, ``"serve"`` ...), config and start/end times."""
-
-    id: str
-    kind: str
-    config: Mapping[str, Any]
-    started_at: float
-    ended_at: float | None
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    if isinstance(obj, set | frozenset):
-        return sorted(obj, key=repr)
-    if hasattr(obj, "item"):  # numpy scalars
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-
-
-def _dumps(value: Any, what: str, *, allow_nan: bool) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"{what} cannot be stored as JSON: {exc}") from None
-
-
-def _need_text(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise StoreError(f"{what} must be a non-blank string, got {value!r}")
-    return value
-
-
-def _finite(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise StoreError(f"{what} must be a finite number, got {value!r}")
-    return float(value)
-
-
 def _parse_target(url_or_path: str | os.PathLike[str]) -> Path | None:
     """The file path a store URL or path names; ``None`` for an in-memory store."""
     if isinstance(url_or_path, os.PathLike):
@@ -278,12 +163,6 @@ def _parse_target(url_or_path: str | os.PathLike[str]) -> Path | None:
     if not sep:
         return Path(text).expanduser()
     scheme = scheme.lower()
-    if scheme.startswith(("postgresql", "postgres")):
-        raise StoreError(
-            "PostgreSQL stores (postgresql:// URLs, for workers sharing one contribution table) are "
-            "planned but not available in this version of triage-plugins; use a SQLite path or a "
-            "sqlite:///path URL"
-        )
     if scheme != "sqlite":
         raise StoreError(
             f"unsupported store URL scheme {scheme!r}; use a path, sqlite:///relative/path, "
@@ -312,7 +191,7 @@ class _Handle:
 # --------------------------------------------------------------------------- the store
 
 
-class Store:
+class SQLiteStore:
     """A SQLite trace + score store (see the module docstring for the tables).
 
     :param url_or_path: a path, a ``sqlite:///`` URL or ``":memory:"``.
@@ -349,9 +228,9 @@ class Store:
         log.debug("opened store %s (schema %d)", self.url, SCHEMA_VERSION)
 
     @classmethod
-    def open(cls, url_or_path: str | os.PathLike[str] | Store) -> Store:
-        """Open (creating and migrating as needed) the store at a path or URL; a ``Store`` is returned as is."""
-        if isinstance(url_or_path, Store):
+    def open(cls, url_or_path: str | os.PathLike[str] | SQLiteStore) -> SQLiteStore:
+        """Open (creating and migrating as needed) the store at a path or URL; a store is returned as is."""
+        if isinstance(url_or_path, SQLiteStore):
             return url_or_path
         return cls(url_or_path)
 
@@ -377,9 +256,9 @@ class Store:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        return f"<Store {self.url} {state}>"
+        return f"<SQLiteStore {self.url} {state}>"
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> SQLiteStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -435,7 +314,9 @@ class Store:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise StoreError(f"cannot switch {where!r} to WAL mode: {exc}") from None
                 if time.monotonic() >= deadline:
-                    raise StoreError(f"cannot switch {where!r} to WAL mode: {exc} (after {timeout:.0f} s)") from None
+                    raise StoreError(
+                        f"cannot switch {where!r} to WAL mode: {exc} (after {timeout:.0f} s)"
+                    ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
             except sqlite3.Error as exc:
@@ -584,7 +465,7 @@ class Store:
                     h.depth -= 1
 
     @contextmanager
-    def transaction(self) -> Iterator[Store]:
+    def transaction(self) -> Iterator[SQLiteStore]:
         """Group writes atomically: ``BEGIN IMMEDIATE`` … ``COMMIT``, ``ROLLBACK`` on an exception.
 
         Nested uses (and the writes of the public methods inside) become savepoints of the

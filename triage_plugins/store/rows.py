@@ -1,0 +1,139 @@
+"""Rows of the store, shared by every backend (DESIGN §7): metric rows, scores, runs; value checks."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from triage_plugins.contract.errors import StoreError
+
+if TYPE_CHECKING:
+    from triage_plugins.metrics.result import MetricResult
+
+__all__ = ["SCOPES", "TABLES", "MetricRow", "RunRow", "ScoreRow"]
+
+SCOPES: tuple[str, ...] = ("chunk", "graph", "query")
+TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params")
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    """One row of the ``metrics`` table: a metric value (or ``None`` with its reason) for one scope.
+
+    :param scope: ``"chunk"``, ``"graph"`` or ``"query"``.
+    :param scope_id: the chunk id, graph name or query id the value belongs to.
+    :param name: the paper's symbol (``"ERC"``, ``"TCS"`` ...).
+    :param value: a finite number, or ``None`` (then ``reason`` is required).
+    :param ts: epoch seconds; filled with the write time when ``None``.
+    """
+
+    scope: str
+    scope_id: str
+    name: str
+    value: float | None
+    reason: str | None = None
+    run_id: str | None = None
+    framework: str | None = None
+    retriever: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    n: int | None = None
+    ts: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope not in SCOPES:
+            raise StoreError(f"MetricRow.scope must be one of {SCOPES}, got {self.scope!r}")
+        for name in ("scope_id", "name"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise StoreError(f"MetricRow.{name} must be a non-blank string, got {value!r}")
+        if self.value is None:
+            if not isinstance(self.reason, str) or not self.reason.strip():
+                raise StoreError(f"metric {self.name!r} of {self.scope_id!r}: a None value needs a reason")
+        else:
+            if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+                raise StoreError(f"metric {self.name!r}: value must be a number or None, got {self.value!r}")
+            if not math.isfinite(self.value):
+                raise StoreError(
+                    f"metric {self.name!r} of {self.scope_id!r}: value must be finite, got {self.value!r}; "
+                    "record None with a reason instead"
+                )
+            object.__setattr__(self, "value", float(self.value))
+        if not isinstance(self.details, Mapping):
+            raise StoreError(
+                f"metric {self.name!r}: details must be a mapping, got {type(self.details).__name__}"
+            )
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int)):
+            raise StoreError(f"metric {self.name!r}: n must be an int or None, got {self.n!r}")
+
+    @classmethod
+    def from_result(cls, scope: str, scope_id: str, result: MetricResult, **fields: Any) -> MetricRow:
+        """The row of a :class:`~triage_plugins.metrics.result.MetricResult` (name, value, reason, n, details)."""
+        return cls(
+            scope,
+            scope_id,
+            result.name,
+            result.value,
+            result.reason,
+            details=result.details,
+            n=result.n,
+            **fields,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """A contribution score: the raw value (initially 100), how many updates it had, when the last was."""
+
+    raw: float
+    n_updates: int
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """A run: its id, kind (``"demo"``, ``"compare"``, ``"serve"`` ...), config and start/end times."""
+
+    id: str
+    kind: str
+    config: Mapping[str, Any]
+    started_at: float
+    ended_at: float | None
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _dumps(value: Any, what: str, *, allow_nan: bool) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, default=_json_default)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} cannot be stored as JSON: {exc}") from None
+
+
+def _need_text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise StoreError(f"{what} must be a non-blank string, got {value!r}")
+    return value
+
+
+def _finite(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise StoreError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
