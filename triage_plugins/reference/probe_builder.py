@@ -142,35 +142,90 @@ def build_probe(
         raise DatasetError("per_category must be >= 1")
     if len(graph.nodes) < 2 or len(graph.triples) == 0:
         raise DatasetError("the KB needs at least two entities and one triple to build a probe")
-    rng = random.Random(seed)
-    fiction = _Fiction(graph, rng)
-    nodes = list(range(len(graph.nodes)))
-    allowed = None if candidates is None else {graph.node_index(c) for c in candidates if graph.has_node(c)}
-    connected = [
-        i for i in nodes if graph.indptr[i + 1] > graph.indptr[i] and (allowed is None or i in allowed)
-    ]
-    if not connected:
-        raise DatasetError("no candidate entity of the KB has an edge: cannot build a probe")
-    comp = graph.component_labels()
-    out: list[ProbeQuestion] = []
-    used: set[tuple[str, ...]] = set()
+    sampler = _ProbeSampler(graph, random.Random(seed), candidates)
+    for category in CATEGORIES:
+        made = tries = 0
+        while made < per_category and tries < max_tries:
+            tries += 1
+            made += sampler.draw(category)
+    return sampler.out
 
-    def add(category: str, ents: list[int], fict: list[str], path: list[int], distance: int | None) -> bool:
+
+class _ProbeSampler:
+    """Draws probe questions of each category from one KB, never the same entities twice."""
+
+    def __init__(self, graph: GraphView, rng: random.Random, candidates: set[str] | None) -> None:
+        self.graph = graph
+        self.rng = rng
+        self.fiction = _Fiction(graph, rng)
+        self.allowed = (
+            None if candidates is None else {graph.node_index(c) for c in candidates if graph.has_node(c)}
+        )
+        self.connected = [
+            i
+            for i in range(len(graph.nodes))
+            if graph.indptr[i + 1] > graph.indptr[i] and (self.allowed is None or i in self.allowed)
+        ]
+        if not self.connected:
+            raise DatasetError("no candidate entity of the KB has an edge: cannot build a probe")
+        self.comp = graph.component_labels()
+        self.out: list[ProbeQuestion] = []
+        self.used: set[tuple[str, ...]] = set()
+
+    def _ok(self, v: int) -> bool:
+        return self.allowed is None or v in self.allowed
+
+    def draw(self, category: str) -> bool:
+        """Try once to add a question of ``category``; whether one was added."""
+        rng, graph, fiction, connected = self.rng, self.graph, self.fiction, self.connected
+        if category == "off-topic":
+            return self.add(category, [], [fiction.name(), fiction.name()], [], None)
+        if category == "semi":
+            return self.add(category, [rng.choice(connected)], [fiction.name()], [], None)
+        if category.startswith("pair-"):
+            k = int(category[-1])
+            s = rng.choice(connected)
+            dist, parent = _bfs(graph, s, k)
+            at_k = sorted(v for v, d in dist.items() if d == k and self._ok(v))
+            if not at_k:
+                return False
+            t = rng.choice(at_k)
+            return self.add(category, [s, t], [], _path_to(parent, s, t), k)
+        if category == "disc":
+            a, b = rng.choice(connected), rng.choice(connected)
+            return self.comp[a] != self.comp[b] and self.add(category, [a, b], [], [], None)
+        # triple / quad: entities spread along one shortest path
+        m = 3 if category == "triple" else 4
+        s = rng.choice(connected)
+        dist, parent = _bfs(graph, s, 2 * (m - 1))
+        far = sorted(v for v, d in dist.items() if d >= m - 1 and self._ok(v))
+        if not far:
+            return False
+        t = rng.choice(far)
+        path = _path_to(parent, s, t)
+        picks = sorted({0, len(path) - 1, *rng.sample(range(1, len(path) - 1), m - 2)})
+        return len(picks) == m and self.add(category, [path[i] for i in picks], [], path, None)
+
+    def add(
+        self, category: str, ents: list[int], fict: list[str], path: list[int], distance: int | None
+    ) -> bool:
+        """Append the question (unless these entities were already asked); whether it was new."""
+        graph = self.graph
         names_ids = tuple(graph.nodes[i] for i in ents)
         key = (category, *sorted(names_ids), *fict)
-        if key in used:
+        if key in self.used:
             return False
-        used.add(key)
+        self.used.add(key)
         names = [_display(graph, n) for n in names_ids] + fict
         order = list(range(len(names)))
-        rng.shuffle(order)
+        self.rng.shuffle(order)
         text = _verbalize([names[i] for i in order])
         gold: list[str] = []
         if category != "off-topic":
             # a fictional entity is a gold answer no KG retrieval can cover (so semi is never covered)
             gold = list(dict.fromkeys(list(names_ids) + [graph.nodes[i] for i in path] + fict))
-        n = sum(1 for q in out if q.category == category)
-        out.append(
+        n = sum(1 for q in self.out if q.category == category)
+        self.out.append(
             ProbeQuestion(
                 id=f"{category}-{n + 1:02d}",
                 category=category,
@@ -183,37 +238,3 @@ def build_probe(
             )
         )
         return True
-
-    for category in CATEGORIES:
-        made = tries = 0
-        while made < per_category and tries < max_tries:
-            tries += 1
-            if category == "off-topic":
-                made += add(category, [], [fiction.name(), fiction.name()], [], None)
-            elif category == "semi":
-                made += add(category, [rng.choice(connected)], [fiction.name()], [], None)
-            elif category.startswith("pair-"):
-                k = int(category[-1])
-                s = rng.choice(connected)
-                dist, parent = _bfs(graph, s, k)
-                at_k = sorted(v for v, d in dist.items() if d == k and (allowed is None or v in allowed))
-                if at_k:
-                    t = rng.choice(at_k)
-                    made += add(category, [s, t], [], _path_to(parent, s, t), k)
-            elif category == "disc":
-                a, b = rng.choice(connected), rng.choice(connected)
-                if comp[a] != comp[b]:
-                    made += add(category, [a, b], [], [], None)
-            else:  # triple / quad: entities spread along one shortest path
-                m = 3 if category == "triple" else 4
-                s = rng.choice(connected)
-                dist, parent = _bfs(graph, s, 2 * (m - 1))
-                far = sorted(v for v, d in dist.items() if d >= m - 1 and (allowed is None or v in allowed))
-                if not far:
-                    continue
-                t = rng.choice(far)
-                path = _path_to(parent, s, t)
-                picks = sorted({0, len(path) - 1, *rng.sample(range(1, len(path) - 1), m - 2)})
-                if len(picks) == m:
-                    made += add(category, [path[i] for i in picks], [], path, None)
-    return out

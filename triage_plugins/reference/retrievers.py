@@ -292,78 +292,110 @@ def path_retrieve(
     anchors = [a for a in dict.fromkeys(anchors) if graph.has_node(a)]
     if not anchors:
         return Retrieved((), (), (), (), 0, ())
-    deg = graph.degrees()
     resource: dict[int, float] = {}
     parents: dict[int, dict[int, tuple[int, int]]] = {}
     pushed: set[int] = set()
+    deg = graph.degrees()
     for a in anchors:
         ai = graph.node_index(a)
-        level = {ai: 1.0}
-        best_parent: dict[int, tuple[int, int]] = {}
-        seen = {ai}
-        resource[ai] = resource.get(ai, 0.0) + 1.0
-        for _ in range(max_hops):
-            nxt: dict[int, float] = {}
-            for u, s in level.items():
-                d = int(deg[u])
-                if d == 0:
-                    continue
-                flow = alpha * s / d
-                if flow < threshold:
-                    continue
-                pushed.add(u)
-                lo, hi = graph.indptr[u], graph.indptr[u + 1]
-                for t, v in zip(graph.incident[lo:hi].tolist(), graph.indices[lo:hi].tolist(), strict=True):
-                    if v in seen:
-                        continue
-                    nxt[v] = nxt.get(v, 0.0) + flow
-                    best_parent.setdefault(v, (u, t))
-            if not nxt:
-                break
-            for v, s in nxt.items():
-                resource[v] = resource.get(v, 0.0) + s
-                seen.add(v)
-            level = nxt
-        parents[ai] = best_parent
-
-    def walk(anchor: int, node: int) -> list[tuple[int, int]] | None:
-        steps: list[tuple[int, int]] = []
-        tree = parents[anchor]
-        while node != anchor:
-            if node not in tree:
-                return None
-            u, t = tree[node]
-            steps.append((t, node))
-            node = u
-        return list(reversed(steps))
-
-    kept: dict[tuple[int, ...], float] = {}
+        parents[ai] = _flow(
+            graph, deg, ai, resource, pushed, alpha=alpha, threshold=threshold, max_hops=max_hops
+        )
     idx = [graph.node_index(a) for a in anchors]
-    if len(idx) >= 2:
-        for i, a in enumerate(idx):
-            for b in idx[i + 1 :]:
-                # meet in the middle: nodes reached from both anchors
-                for m in (
-                    set(parents[a]) & set(parents[b]) | ({b} & set(parents[a])) | ({a} & set(parents[b]))
-                ):
-                    left = walk(a, m) if m != a else []
-                    right = walk(b, m) if m != b else []
-                    if left is None or right is None:
-                        continue
-                    tpath = tuple(t for t, _ in left) + tuple(t for t, _ in reversed(right))
-                    if not tpath or len(set(tpath)) != len(tpath):
-                        continue
-                    nodes = {a, b} | {n for _, n in left} | {n for _, n in right}
-                    kept[tpath] = sum(resource.get(n, 0.0) for n in nodes) / len(nodes)
-    else:
-        a = idx[0]
-        for m in parents[a]:
-            steps = walk(a, m)
-            if steps:
-                nodes = {a} | {n for _, n in steps}
-                kept[tuple(t for t, _ in steps)] = sum(resource.get(n, 0.0) for n in nodes) / len(nodes)
+    kept = (
+        _anchor_pair_paths(idx, parents, resource)
+        if len(idx) >= 2
+        else _anchor_paths(idx[0], parents, resource)
+    )
     best = dict(heapq.nlargest(top_k, kept.items(), key=lambda kv: (kv[1], [-x for x in kv[0]])))
     return _assemble(graph, best, anchors, len(pushed))
+
+
+def _flow(
+    graph: GraphView,
+    deg: np.ndarray,
+    anchor: int,
+    resource: dict[int, float],
+    pushed: set[int],
+    *,
+    alpha: float,
+    threshold: float,
+    max_hops: int,
+) -> dict[int, tuple[int, int]]:
+    """Spread resource from one anchor (adds to ``resource`` and ``pushed``); returns its parent tree."""
+    level = {anchor: 1.0}
+    best_parent: dict[int, tuple[int, int]] = {}
+    seen = {anchor}
+    resource[anchor] = resource.get(anchor, 0.0) + 1.0
+    for _ in range(max_hops):
+        nxt: dict[int, float] = {}
+        for u, s in level.items():
+            d = int(deg[u])
+            if d == 0:
+                continue
+            flow = alpha * s / d
+            if flow < threshold:
+                continue
+            pushed.add(u)
+            lo, hi = graph.indptr[u], graph.indptr[u + 1]
+            for t, v in zip(graph.incident[lo:hi].tolist(), graph.indices[lo:hi].tolist(), strict=True):
+                if v in seen:
+                    continue
+                nxt[v] = nxt.get(v, 0.0) + flow
+                best_parent.setdefault(v, (u, t))
+        if not nxt:
+            break
+        for v, s in nxt.items():
+            resource[v] = resource.get(v, 0.0) + s
+            seen.add(v)
+        level = nxt
+    return best_parent
+
+
+def _walk(tree: dict[int, tuple[int, int]], anchor: int, node: int) -> list[tuple[int, int]] | None:
+    """(triple, node) steps from ``anchor`` down its parent tree to ``node``; ``None`` if unreached."""
+    steps: list[tuple[int, int]] = []
+    while node != anchor:
+        if node not in tree:
+            return None
+        u, t = tree[node]
+        steps.append((t, node))
+        node = u
+    return list(reversed(steps))
+
+
+def _anchor_pair_paths(
+    idx: list[int], parents: dict[int, dict[int, tuple[int, int]]], resource: dict[int, float]
+) -> dict[tuple[int, ...], float]:
+    """Paths joining pairs of anchors where their flows meet, scored by mean node resource."""
+    kept: dict[tuple[int, ...], float] = {}
+    for i, a in enumerate(idx):
+        for b in idx[i + 1 :]:
+            # meet in the middle: nodes reached from both anchors
+            for m in set(parents[a]) & set(parents[b]) | ({b} & set(parents[a])) | ({a} & set(parents[b])):
+                left = _walk(parents[a], a, m) if m != a else []
+                right = _walk(parents[b], b, m) if m != b else []
+                if left is None or right is None:
+                    continue
+                tpath = tuple(t for t, _ in left) + tuple(t for t, _ in reversed(right))
+                if not tpath or len(set(tpath)) != len(tpath):
+                    continue
+                nodes = {a, b} | {n for _, n in left} | {n for _, n in right}
+                kept[tpath] = sum(resource.get(n, 0.0) for n in nodes) / len(nodes)
+    return kept
+
+
+def _anchor_paths(
+    a: int, parents: dict[int, dict[int, tuple[int, int]]], resource: dict[int, float]
+) -> dict[tuple[int, ...], float]:
+    """For a single anchor: paths from it to every node its flow reached."""
+    kept: dict[tuple[int, ...], float] = {}
+    for m in parents[a]:
+        steps = _walk(parents[a], a, m)
+        if steps:
+            nodes = {a} | {n for _, n in steps}
+            kept[tuple(t for t, _ in steps)] = sum(resource.get(n, 0.0) for n in nodes) / len(nodes)
+    return kept
 
 
 # --------------------------------------------------------------------------- KG-RAG (EvoRAG)
@@ -422,42 +454,14 @@ def krag_retrieve(
     Expansion is vectorized per hop (numpy), so hub entities with thousands of edges stay cheap.
     """
     qr = relevance.query(query)
-    seeds = [s for s in dict.fromkeys(grounded) if graph.has_node(s)]
-    if len(seeds) < n_seeds:
-        for s in qr.top_nodes(n_seeds):
-            if s not in seeds:
-                seeds.append(s)
-            if len(seeds) >= n_seeds:
-                break
-    seeds = seeds[:n_seeds]
+    seeds = _krag_seeds(graph, qr, grounded, n_seeds)
     if not seeds:
         return Retrieved((), (), (), (), 0, ())
     expanded: set[int] = set()
-    per_seed: list[list[np.ndarray]] = []
-    for s in seeds:
-        tp = np.zeros((1, 0), dtype=np.int64)
-        nodes = np.asarray([[graph.node_index(s)]], dtype=np.int64)
-        sumlog = np.zeros(1)
-        levels: list[np.ndarray] = []
-        for h in range(1, hops + 1):
-            expanded.update(nodes[:, -1].tolist())
-            owner, inc, nbr = _expand(graph, nodes[:, -1])
-            if len(inc):
-                if walks:  # a node may repeat, a triple may not
-                    fresh = ~(tp[owner] == inc[:, None]).any(axis=1)
-                else:  # simple paths: no node revisited
-                    fresh = ~(nodes[owner] == nbr[:, None]).any(axis=1)
-                owner, inc, nbr = owner[fresh], inc[fresh], nbr[fresh]
-            if not len(inc):
-                break
-            logs = sumlog[owner] + np.log(qr.triple_relevance(inc))
-            keep = _top(logs / h, inc, beam)
-            owner, inc, nbr = owner[keep], inc[keep], nbr[keep]
-            tp = np.hstack([tp[owner], inc[:, None]])
-            nodes = np.hstack([nodes[owner], nbr[:, None]])
-            sumlog = logs[keep]
-            levels.append(tp)
-        per_seed.append(levels)
+    per_seed = [
+        _seed_levels(graph, qr, graph.node_index(s), expanded, hops=hops, beam=beam, walks=walks)
+        for s in seeds
+    ]
     all_tp = [lv.ravel() for levels in per_seed for lv in levels]
     if not all_tp:
         return Retrieved((), tuple(seeds), (), (), len(expanded), tuple(seeds))
@@ -471,24 +475,76 @@ def krag_retrieve(
     logp = np.log(p)
     kept: dict[tuple[int, ...], float] = {}
     for levels in per_seed:
-        if not levels:
-            continue
-        score = np.concatenate([logp[np.searchsorted(cand, lv)].mean(axis=1) for lv in levels])
-        level_of = np.concatenate([np.full(len(lv), k, dtype=np.int64) for k, lv in enumerate(levels)])
-        row_of = np.concatenate([np.arange(len(lv), dtype=np.int64) for lv in levels])
-        first = np.concatenate([lv[:, 0] for lv in levels])
-        if per_length:
-            chosen = [
-                int(np.flatnonzero(level_of == k)[j])
-                for k in range(len(levels))
-                for j in _top(score[level_of == k], first[level_of == k], paths_per_seed).tolist()
-            ]
-        else:
-            chosen = _top(score, first, paths_per_seed).tolist()
-        for i in chosen:
-            path = tuple(levels[level_of[i]][row_of[i]].tolist())
-            kept[path] = max(float(score[i]), kept.get(path, -math.inf))
+        if levels:
+            _keep_best(kept, levels, logp, cand, paths_per_seed, per_length)
     return _assemble(graph, kept, seeds, len(expanded))
+
+
+def _krag_seeds(graph: GraphView, qr: Any, grounded: Sequence[str], n_seeds: int) -> list[str]:
+    """The grounded query entities, then the most similar entities, up to ``n_seeds``."""
+    seeds = [s for s in dict.fromkeys(grounded) if graph.has_node(s)]
+    if len(seeds) < n_seeds:
+        for s in qr.top_nodes(n_seeds):
+            if s not in seeds:
+                seeds.append(s)
+            if len(seeds) >= n_seeds:
+                break
+    return seeds[:n_seeds]
+
+
+def _seed_levels(
+    graph: GraphView, qr: Any, start: int, expanded: set[int], *, hops: int, beam: int, walks: bool
+) -> list[np.ndarray]:
+    """Beam-searched candidate paths from one seed: one (paths × h) triple-index array per hop h."""
+    tp = np.zeros((1, 0), dtype=np.int64)
+    nodes = np.asarray([[start]], dtype=np.int64)
+    sumlog = np.zeros(1)
+    levels: list[np.ndarray] = []
+    for h in range(1, hops + 1):
+        expanded.update(nodes[:, -1].tolist())
+        owner, inc, nbr = _expand(graph, nodes[:, -1])
+        if len(inc):
+            if walks:  # a node may repeat, a triple may not
+                fresh = ~(tp[owner] == inc[:, None]).any(axis=1)
+            else:  # simple paths: no node revisited
+                fresh = ~(nodes[owner] == nbr[:, None]).any(axis=1)
+            owner, inc, nbr = owner[fresh], inc[fresh], nbr[fresh]
+        if not len(inc):
+            break
+        logs = sumlog[owner] + np.log(qr.triple_relevance(inc))
+        keep = _top(logs / h, inc, beam)
+        owner, inc, nbr = owner[keep], inc[keep], nbr[keep]
+        tp = np.hstack([tp[owner], inc[:, None]])
+        nodes = np.hstack([nodes[owner], nbr[:, None]])
+        sumlog = logs[keep]
+        levels.append(tp)
+    return levels
+
+
+def _keep_best(
+    kept: dict[tuple[int, ...], float],
+    levels: list[np.ndarray],
+    logp: np.ndarray,
+    cand: np.ndarray,
+    paths_per_seed: int,
+    per_length: bool,
+) -> None:
+    """Add one seed's top-M paths by mean log P(t) to ``kept`` (per path length with ``per_length``)."""
+    score = np.concatenate([logp[np.searchsorted(cand, lv)].mean(axis=1) for lv in levels])
+    level_of = np.concatenate([np.full(len(lv), k, dtype=np.int64) for k, lv in enumerate(levels)])
+    row_of = np.concatenate([np.arange(len(lv), dtype=np.int64) for lv in levels])
+    first = np.concatenate([lv[:, 0] for lv in levels])
+    if per_length:
+        chosen = [
+            int(np.flatnonzero(level_of == k)[j])
+            for k in range(len(levels))
+            for j in _top(score[level_of == k], first[level_of == k], paths_per_seed).tolist()
+        ]
+    else:
+        chosen = _top(score, first, paths_per_seed).tolist()
+    for i in chosen:
+        path = tuple(levels[level_of[i]][row_of[i]].tolist())
+        kept[path] = max(float(score[i]), kept.get(path, -math.inf))
 
 
 #: Names of the reference retrievers, in the order reports show them.
