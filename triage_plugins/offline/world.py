@@ -496,16 +496,23 @@ def _populate(b: _Builder, n_people: int, n_orgs: int, n_cities: int, n_countrie
         b.add_entity(f"{p} {rng.choice(suffixes)}", "Organisation", (p,))
         for p in rng.sample(_ORG_PREFIXES, n_orgs)
     ]
+    people = _populate_people(b, n_people)
+    _populate_places_and_work(b, people, cities, countries, orgs)
+    _populate_films(b, people, orgs, n_films)
+    # Keep entity order stable and readable: by type, then creation order.
+    type_order = {"Person": 0, "Organisation": 1, "City": 2, "Country": 3, "Film": 4, "Genre": 5, "Year": 6}
+    ordered = sorted(b.entities.values(), key=lambda e: type_order[e.type])
+    b.entities = {e.id: e for e in ordered}
 
-    # People: families (two married parents, 1-3 children with the first parent's surname), one
-    # third generation when the budget allows, then singles, some of them married.
+
+def _populate_people(b: _Builder, n_people: int) -> list[str]:
+    """Families (two married parents, 1-3 children with the first parent's surname), one third
+    generation when the budget allows, then singles, some of them married."""
+    rng = b.rng
     people: list[str] = []
-    spouse_of: dict[str, str] = {}
     parent_facts: list[tuple[str, str]] = []  # (child, parent)
 
     def marry(a: str, c: str) -> None:
-        spouse_of[a] = c
-        spouse_of[c] = a
         b.add_fact(a, "spouse", c)
 
     remaining = n_people
@@ -538,7 +545,14 @@ def _populate(b: _Builder, n_people: int, n_orgs: int, n_cities: int, n_countrie
         marry(singles[2 * i], singles[2 * i + 1])
     for child, parent in parent_facts:
         b.add_fact(child, "parents", parent)
+    return people
 
+
+def _populate_places_and_work(
+    b: _Builder, people: list[str], cities: list[str], countries: list[str], orgs: list[str]
+) -> None:
+    """Cities in countries; each person's birthplace, nationality and employer; organisations' seats."""
+    rng = b.rng
     city_country = {}
     order = cities[:]
     rng.shuffle(order)
@@ -558,6 +572,10 @@ def _populate(b: _Builder, n_people: int, n_orgs: int, n_cities: int, n_countrie
         b.add_fact(org, "headquartered_in", rng.choice(cities))
         b.add_fact(org, "founded_by", rng.choice(people))
 
+
+def _populate_films(b: _Builder, people: list[str], orgs: list[str], n_films: int) -> None:
+    """Films with directors, writers, actors, producer, release year and genre."""
+    rng = b.rng
     titles = [f"The {a} {n}" for a in _FILM_ADJECTIVES for n in _FILM_NOUNS]
     film_names = rng.sample(titles, n_films)
     genres = rng.sample(_GENRES, min(5, len(_GENRES)))
@@ -582,10 +600,6 @@ def _populate(b: _Builder, n_people: int, n_orgs: int, n_cities: int, n_countrie
         if genre not in b.entities:
             b.add_entity(genre, "Genre")
         b.add_fact(film, "has_genre", genre)
-    # Keep entity order stable and readable: by type, then creation order.
-    type_order = {"Person": 0, "Organisation": 1, "City": 2, "Country": 3, "Film": 4, "Genre": 5, "Year": 6}
-    ordered = sorted(b.entities.values(), key=lambda e: type_order[e.type])
-    b.entities = {e.id: e for e in ordered}
 
 
 def _write_documents(b: _Builder, n_documents: int) -> tuple[list[list[list[_Draft]]], list[str]]:
@@ -612,21 +626,36 @@ def _write_documents(b: _Builder, n_documents: int) -> tuple[list[list[list[_Dra
 
 
 def _inject_noise(b: _Builder, docs: list[list[list[_Draft]]], noise: NoiseConfig) -> None:
-    rng = b.rng
-    facts = {t.id: t for t in b.facts}
-    home: dict[str, list[_Draft]] = {}  # subject -> its paragraph
-    doc_of_fact: dict[str, int] = {}
-    for d, paragraphs in enumerate(docs):
-        for para in paragraphs:
-            home[para[0].subject] = para
-            for draft in para:
-                if draft.fact_id is not None:
-                    doc_of_fact[draft.fact_id] = d
-    people = [e.id for e in b.entities.values() if e.type == "Person"]
+    ctx = _Noise(b, docs)
+    _noise_aliases(ctx, noise.aliases)
+    _noise_duplicates(ctx, noise.duplicates)
+    _noise_outdated(ctx, noise.outdated)
+    _noise_dangling(ctx, noise.dangling)
+    _noise_irrelevant(ctx, noise.irrelevant)
 
-    def insert(para: list[_Draft], draft: _Draft) -> None:
-        para.insert(rng.randint(0, len(para)), draft)
 
+class _Noise:
+    """What every kind of injected noise reads: the world, its documents, where each fact lives."""
+
+    def __init__(self, b: _Builder, docs: list[list[list[_Draft]]]) -> None:
+        self.b = b
+        self.rng = b.rng
+        self.docs = docs
+        self.facts = {t.id: t for t in b.facts}
+        self.home: dict[str, list[_Draft]] = {}  # subject -> its paragraph
+        self.doc_of_fact: dict[str, int] = {}
+        for d, paragraphs in enumerate(docs):
+            for para in paragraphs:
+                self.home[para[0].subject] = para
+                for draft in para:
+                    if draft.fact_id is not None:
+                        self.doc_of_fact[draft.fact_id] = d
+        self.people = [e.id for e in b.entities.values() if e.type == "Person"]
+
+    def insert(self, para: list[_Draft], draft: _Draft) -> None:
+        para.insert(self.rng.randint(0, len(para)), draft)
+
+    @staticmethod
     def too_many(knob: str, wanted: int, available: int) -> None:
         if wanted > available:
             raise ConfigError(
@@ -634,16 +663,19 @@ def _inject_noise(b: _Builder, docs: list[list[list[_Draft]]], noise: NoiseConfi
                 f"lower it or enlarge the world"
             )
 
-    # Aliases: replace one endpoint of `noise.aliases` fact sentences with one of its aliases.
+
+def _noise_aliases(ctx: _Noise, count: int) -> None:
+    """Replace one endpoint of ``count`` fact sentences with one of its aliases."""
+    b, rng = ctx.b, ctx.rng
     candidates = [
         draft
-        for paragraphs in docs
+        for paragraphs in ctx.docs
         for para in paragraphs
         for draft in para
         if b.entities[draft.subject].aliases or b.entities[draft.object].aliases
     ]
-    too_many("aliases", noise.aliases, len(candidates))
-    for draft in rng.sample(candidates, noise.aliases):
+    ctx.too_many("aliases", count, len(candidates))
+    for draft in rng.sample(candidates, count):
         sides = [side for side in ("subject", "object") if b.entities[getattr(draft, side)].aliases]
         side = rng.choice(sides)
         entity = getattr(draft, side)
@@ -651,33 +683,41 @@ def _inject_noise(b: _Builder, docs: list[list[list[_Draft]]], noise: NoiseConfi
         setattr(draft, side, alias)
         draft.kind, draft.noise_entity, draft.noise_surface = "alias", entity, alias
 
-    # Duplicates: restate a fact in a different document (canonical names, another wording if any).
+
+def _noise_duplicates(ctx: _Noise, count: int) -> None:
+    """Restate a fact in a different document (canonical names, another wording if any)."""
+    rng, docs, facts = ctx.rng, ctx.docs, ctx.facts
     fact_ids = list(facts)
-    too_many("duplicates", noise.duplicates, len(fact_ids) if len(docs) > 1 else 0)
-    for fid in rng.sample(fact_ids, noise.duplicates):
+    ctx.too_many("duplicates", count, len(fact_ids) if len(docs) > 1 else 0)
+    for fid in rng.sample(fact_ids, count):
         t = facts[fid]
-        origin = doc_of_fact[fid]
+        origin = ctx.doc_of_fact[fid]
         target = rng.choice([d for d in range(len(docs)) if d != origin])
         variants = templates_for(t.predicate)
         template = variants[(variants.index(_template_of(docs, fid)) + 1) % len(variants)]
         draft = _Draft(template, t.subject, t.object, "duplicate", fid, t.subject, None)
-        insert(rng.choice(docs[target]), draft)
+        ctx.insert(rng.choice(docs[target]), draft)
 
-    # Outdated: a former value of a functional relation that conflicts with the current fact.
+
+_FUNCTIONAL_RANGES = {
+    "works_for": "Organisation",
+    "spouse": "Person",
+    "nationality": "Country",
+    "headquartered_in": "City",
+}
+
+
+def _noise_outdated(ctx: _Noise, count: int) -> None:
+    """A former value of a functional relation that conflicts with the current fact."""
+    b = ctx.b
     current: dict[tuple[str, str], Triple] = {}
     for t in b.facts:
         current[(t.subject, t.predicate)] = t
         if t.predicate == "spouse":
             current[(t.object, t.predicate)] = t
-    range_of = {
-        "works_for": "Organisation",
-        "spouse": "Person",
-        "nationality": "Country",
-        "headquartered_in": "City",
-    }
     options: list[tuple[str, str, Triple, list[str]]] = []
     for (subject, predicate), fact in current.items():
-        if predicate not in range_of:
+        if predicate not in _FUNCTIONAL_RANGES:
             continue
         now = fact.object if fact.subject == subject else fact.subject
         relatives = {t.object for t in b.facts if t.predicate == "parents" and t.subject == subject}
@@ -685,32 +725,40 @@ def _inject_noise(b: _Builder, docs: list[list[list[_Draft]]], noise: NoiseConfi
         pool = [
             e.id
             for e in b.entities.values()
-            if e.type == range_of[predicate] and e.id not in (now, subject) and e.id not in relatives
+            if e.type == _FUNCTIONAL_RANGES[predicate]
+            and e.id not in (now, subject)
+            and e.id not in relatives
         ]
         if pool:  # a former value needs somewhere else to have been
             options.append((subject, predicate, fact, pool))
-    too_many("outdated", noise.outdated, len(options))
-    for subject, predicate, fact, pool in rng.sample(options, noise.outdated):
-        old = rng.choice(pool)
+    ctx.too_many("outdated", count, len(options))
+    for subject, predicate, fact, pool in ctx.rng.sample(options, count):
+        old = ctx.rng.choice(pool)
         template = templates_for(predicate, "outdated")[0]
-        insert(home[subject], _Draft(template, subject, old, "outdated", fact.id, subject, old))
+        ctx.insert(ctx.home[subject], _Draft(template, subject, old, "outdated", fact.id, subject, old))
 
-    # Dangling: mention a person who is not an entity of the world.
+
+def _noise_dangling(ctx: _Noise, count: int) -> None:
+    """Mention a person who is not an entity of the world."""
+    rng = ctx.rng
     names = [f"{f} {s}" for f in _DANGLING_FIRST for s in _DANGLING_LAST]
-    too_many("dangling", noise.dangling, len(names))
-    for name in rng.sample(names, noise.dangling):
-        subject = rng.choice(people)
+    ctx.too_many("dangling", count, len(names))
+    for name in rng.sample(names, count):
+        subject = rng.choice(ctx.people)
         template = rng.choice(templates_for("knows", "dangling"))
-        insert(home[subject], _Draft(template, subject, name, "dangling", None, subject, name))
+        ctx.insert(ctx.home[subject], _Draft(template, subject, name, "dangling", None, subject, name))
 
-    # Irrelevant: true but out-of-schema facts (each distinct).
+
+def _noise_irrelevant(ctx: _Noise, count: int) -> None:
+    """True but out-of-schema facts (each distinct)."""
+    people = ctx.people
     pairs = [(p, "hobby", h) for p in people for h in _HOBBIES] + [
         (p, "has_pet", n) for p in people for n in _PETS
     ]
-    too_many("irrelevant", noise.irrelevant, len(pairs))
-    for subject, predicate, obj in rng.sample(pairs, noise.irrelevant):
+    ctx.too_many("irrelevant", count, len(pairs))
+    for subject, predicate, obj in ctx.rng.sample(pairs, count):
         template = templates_for(predicate, "irrelevant")[0]
-        insert(home[subject], _Draft(template, subject, obj, "irrelevant", None, subject, obj))
+        ctx.insert(ctx.home[subject], _Draft(template, subject, obj, "irrelevant", None, subject, obj))
 
 
 def _template_of(docs: list[list[list[_Draft]]], fact_id: str) -> Template:
