@@ -26,9 +26,7 @@ import importlib
 import logging
 import math
 import os
-import queue
 import threading
-import time
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +50,7 @@ from triage_plugins.contract.events import (
     RerankRequest,
     RetrievalEvent,
 )
+from triage_plugins.runtime.dispatch import Dispatcher
 from triage_plugins.store.base import is_store, open_store
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ _NOTIFICATIONS: dict[str, type[Event]] = {
     "triage_generation": GenerationEvent,
     "triage_feedback": FeedbackEvent,
 }
-_STOP = object()
+_JOB = object()  # marks a deferred job among the queued notifications
 
 
 def _env_list(name: str) -> list[str]:
@@ -127,7 +126,9 @@ class _IsolatingPluginManager(pluggy.PluginManager):
         def isolated(*args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - isolation is the point
+            except BaseException as exc:  # noqa: BLE001 - isolation is the point, SystemExit included
+                if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                    raise  # the user pressed Ctrl-C: that is not the plugin's to swallow
                 on_error(plugin_name, hook_name, exc)
                 return None
 
@@ -173,18 +174,14 @@ class TriageManager:
         self.run_id: str | None = None
         self.synchronous = _env_flag("TRIAGE_SYNC") if synchronous is None else synchronous
         self.failures: Counter[tuple[str, str, str]] = Counter()
-        self.dropped = 0
         self.delivered = 0
         self.load_errors: list[_LoadError] = []
         self._reported: set[tuple[str, str, str]] = set()
         self._sources: dict[str, tuple[str, str | None, str | None]] = {}
         self._lock = threading.Lock()
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
-        self._batch_size = batch_size
-        self._schedule_delay = schedule_delay
-        self._urgent = threading.Event()  # set while flush() or close() waits: no batching delay
-        self._flushing = 0
-        self._thread: threading.Thread | None = None
+        self._dispatch = Dispatcher(
+            self._run_item, queue_size=queue_size, batch_size=batch_size, schedule_delay=schedule_delay
+        )
         self._closed = False
 
         self._pm = _IsolatingPluginManager(self._on_plugin_error)
@@ -424,18 +421,46 @@ class TriageManager:
         if self._closed:
             log.warning("%s after close(); event ignored", hook_name)
             return
-        if self.synchronous or threading.current_thread() is self._thread:
+        if self.synchronous or self._dispatch.on_worker():
             self._deliver(hook_name, event)
             return
-        self._ensure_worker()
-        try:
-            self._queue.put_nowait((hook_name, event))
-        except queue.Full:
-            with self._lock:
-                self.dropped += 1
-                dropped = self.dropped
-            if dropped == 1 or dropped % 1000 == 0:
-                log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
+        self._dispatch.submit((hook_name, event))
+
+    def defer(self, fn: Callable[..., object], *args: object) -> bool:
+        """Run ``fn(*args)`` on the delivery worker, in order with the queued notifications.
+
+        For adapters that build events from framework objects off the host's path. Inline when the
+        manager is synchronous (or called on the worker). A full queue drops the job and counts it in
+        :attr:`dropped` (returns ``False``); after :meth:`close` it is ignored. An exception ``fn``
+        raises is logged once per job and type, and counted in :attr:`failures`.
+        """
+        if self._closed:
+            log.warning("defer() after close(); %s ignored", getattr(fn, "__qualname__", fn))
+            return False
+        if self.synchronous or self._dispatch.on_worker():
+            self._run_item((_JOB, fn, args))
+            return True
+        return self._dispatch.submit((_JOB, fn, args))
+
+    def _run_item(self, item: tuple) -> None:
+        if item[0] is _JOB:
+            _, fn, args = item
+            try:
+                fn(*args)
+            except Exception as exc:  # noqa: BLE001 - deferred adapter work never reaches the host
+                self._on_plugin_error("<deferred>", getattr(fn, "__qualname__", repr(fn)), exc)
+            return
+        self._deliver(*item)
+
+    @property
+    def dropped(self) -> int:
+        """Notifications dropped because the queue was full (the host is never blocked)."""
+        return self._dispatch.dropped
+
+    @property
+    def pending(self) -> int:
+        """Notifications and deferred jobs queued and not yet delivered."""
+        return self._dispatch.pending
 
     def _deliver(self, hook_name: str, event: Event) -> None:
         caller = getattr(self._pm.hook, hook_name)
@@ -446,76 +471,16 @@ class TriageManager:
             self._on_plugin_error("<wrapper>", hook_name, exc)
         self.delivered += 1
 
-    def _ensure_worker(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._thread = threading.Thread(target=self._work, name="triage-worker", daemon=True)
-            self._thread.start()
-
-    def _work(self) -> None:
-        q = self._queue
-        while True:
-            batch = [q.get()]
-            # Like OpenTelemetry's batch span processor: after the first event, wait up to
-            # ``schedule_delay`` for more (unless a batch is already full or flush() is waiting),
-            # so the worker wakes — and takes the GIL from the host — once per batch, not per event.
-            if batch[0] is not _STOP and self._schedule_delay > 0 and q.qsize() < self._batch_size:
-                self._urgent.wait(self._schedule_delay)  # returns at once while flush() waits
-            while len(batch) < self._batch_size:
-                try:
-                    batch.append(q.get_nowait())
-                except queue.Empty:
-                    break
-            stop = False
-            for item in batch:
-                if item is _STOP:
-                    stop = True
-                    continue
-                self._deliver(*item)
-            for _ in batch:
-                q.task_done()
-            if stop:
-                return
-
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued notification was delivered; ``False`` on timeout."""
-        if self._thread is None or threading.current_thread() is self._thread:
-            return True
-        q = self._queue
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            self._flushing += 1
-            self._urgent.set()
-        try:
-            with q.all_tasks_done:
-                while q.unfinished_tasks:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        return False
-                    q.all_tasks_done.wait(remaining)
-            return True
-        finally:
-            with self._lock:
-                self._flushing -= 1
-                if not self._flushing and not self._closed:
-                    self._urgent.clear()
+        return self._dispatch.flush(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Flush, stop the worker and close the store if the manager opened it."""
         if self._closed:
             return
-        self.flush(timeout)
         self._closed = True
-        self._urgent.set()
-        if self._thread is not None and self._thread.is_alive():
-            try:
-                self._queue.put(_STOP, timeout=1.0)
-                self._thread.join(timeout=5.0)
-            except queue.Full:
-                log.warning("triage worker did not stop: queue still full")
+        self._dispatch.close(timeout)
         if self.store is not None and self.run_id is not None:
             try:
                 self.store.end_run(self.run_id)

@@ -1,0 +1,121 @@
+"""The one delivery worker: batching, ordering, supervision, bounded flush and close."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from triage_plugins import hookimpl
+from triage_plugins.contract.events import FeedbackEvent
+from triage_plugins.runtime.dispatch import Dispatcher
+from triage_plugins.runtime.manager import TriageManager
+
+
+def test_items_run_in_order_and_flush_waits_for_them():
+    seen: list[int] = []
+    d = Dispatcher(seen.append, queue_size=100, batch_size=8, schedule_delay=0.01)
+    for i in range(50):
+        assert d.submit(i)
+    assert d.flush(timeout=5)
+    assert seen == list(range(50))
+    assert d.close() == 0
+
+
+def test_anything_an_item_raises_is_counted_and_the_worker_lives_on():
+    seen: list[int] = []
+
+    def run(item: int) -> None:
+        if item == 1:
+            raise SystemExit(3)
+        if item == 2:
+            raise KeyboardInterrupt
+        seen.append(item)
+
+    d = Dispatcher(run, queue_size=10, batch_size=2, schedule_delay=0)
+    for i in range(5):
+        d.submit(i)
+    assert d.flush(timeout=5)
+    assert seen == [0, 3, 4]
+    assert d.escaped == 2
+    d.close()
+
+
+def test_flush_returns_within_its_timeout_and_close_says_what_is_left():
+    release = threading.Event()
+    d = Dispatcher(lambda item: release.wait(5), queue_size=10, batch_size=1, schedule_delay=0)
+    for i in range(3):
+        d.submit(i)
+    start = time.monotonic()
+    assert d.flush(timeout=0.2) is False
+    assert time.monotonic() - start < 1.0
+    assert d.pending >= 2
+    release.set()
+    assert d.close(timeout=5) == 0
+
+
+def test_full_queue_drops_and_counts():
+    release = threading.Event()
+    d = Dispatcher(lambda item: release.wait(5), queue_size=2, batch_size=1, schedule_delay=0)
+    results = [d.submit(i) for i in range(10)]
+    assert results.count(False) == d.dropped >= 7
+    release.set()
+    d.close(timeout=5)
+    assert d.submit(99) is False  # closed
+
+
+def test_a_dead_worker_is_restarted_on_flush():
+    seen: list[int] = []
+    d = Dispatcher(seen.append, queue_size=10, batch_size=4, schedule_delay=0)
+    d.submit(0)
+    assert d.flush(timeout=5)
+    d._thread = threading.Thread(target=lambda: None)  # a worker that is gone
+    d._thread.start()
+    d._thread.join()
+    d.submit(1)
+    assert d.flush(timeout=5)
+    assert seen == [0, 1] and d.restarts == 1
+    d.close()
+
+
+class _Exits:
+    def __init__(self) -> None:
+        self.after: list[str] = []
+
+    @hookimpl
+    def triage_feedback(self, event):
+        if event.query_id == "bad":
+            raise SystemExit("plugin exits")
+        self.after.append(event.query_id)
+
+
+def test_systemexit_in_a_notification_hook_is_a_counted_plugin_failure():
+    manager = TriageManager(entry_points=False, defaults=False, synchronous=False, schedule_delay=0)
+    plugin = _Exits()
+    manager.register(plugin, name="exits")
+    manager.emit_feedback(FeedbackEvent("t", "bad", 1.0))
+    manager.emit_feedback(FeedbackEvent("t", "good", 1.0))
+    assert manager.flush(timeout=5)
+    assert plugin.after == ["good"]
+    assert manager.failures[("exits", "triage_feedback", "SystemExit")] == 1
+    manager.close()
+
+
+def test_deferred_jobs_keep_their_order_with_notifications():
+    order: list[str] = []
+
+    class Rec:
+        @hookimpl
+        def triage_feedback(self, event):
+            order.append(f"event {event.query_id}")
+
+    manager = TriageManager(entry_points=False, defaults=False, synchronous=False, schedule_delay=0.01)
+    manager.register(Rec())
+    manager.defer(order.append, "job 1")
+    manager.emit_feedback(FeedbackEvent("t", "q", 1.0))
+    manager.defer(order.append, "job 2")
+    manager.defer(lambda: 1 / 0)  # counted, not raised
+    assert manager.flush(timeout=5)
+    assert order == ["job 1", "event q", "job 2"]
+    assert sum(n for (p, _, _), n in manager.failures.items() if p == "<deferred>") == 1
+    manager.close()
+    assert manager.defer(order.append, "late") is False

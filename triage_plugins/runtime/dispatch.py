@@ -1,0 +1,183 @@
+"""The one delivery worker: a bounded queue drained in batches by a supervised thread (DESIGN §2).
+
+Like OpenTelemetry's ``BatchSpanProcessor``: the host puts an item and returns at once; the worker
+wakes on the first item, waits up to ``schedule_delay`` for more (so it takes the GIL once per batch,
+not per event), then runs the batch. ``flush()`` cuts the wait short and returns within its timeout.
+
+Items are notifications (a hook name and its event) and deferred jobs (a function an adapter wants
+run off the host's path, e.g. building an event from framework objects). Both share the one queue,
+so their order is kept: a feedback event queued after a retrieval is delivered after it.
+
+The worker never dies of what it runs: every item is run under ``run_item``, which contains
+exceptions, and anything that still escapes (``SystemExit`` from a hook, say) is counted and the
+worker goes on; a worker thread that is gone anyway is restarted on the next submit or flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Dispatcher"]
+
+log = logging.getLogger("triage.dispatch")
+
+_STOP = object()
+
+
+class Dispatcher:
+    """A bounded, batching, supervised delivery queue.
+
+    :param run_item: called on the worker with each item (never raises into the worker loop).
+    :param queue_size: most items waiting; beyond it items are dropped and counted.
+    :param batch_size: most items run per wake-up.
+    :param schedule_delay: seconds to wait after the first item for more (``0``: at once).
+    :param name: the worker thread's name.
+    """
+
+    def __init__(
+        self,
+        run_item: Callable[[Any], None],
+        *,
+        queue_size: int,
+        batch_size: int,
+        schedule_delay: float,
+        name: str = "triage-worker",
+    ) -> None:
+        self._run_item = run_item
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        self._batch_size = batch_size
+        self._schedule_delay = schedule_delay
+        self._name = name
+        self._urgent = threading.Event()  # set while flush() or close() waits: no batching delay
+        self._flushing = 0
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.dropped = 0
+        self.escaped = 0  # items whose run raised past run_item (counted, worker kept alive)
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def pending(self) -> int:
+        """Items queued or being run."""
+        return self._queue.unfinished_tasks
+
+    def on_worker(self) -> bool:
+        """Whether the caller runs on the worker thread (then items are run inline)."""
+        return threading.current_thread() is self._thread
+
+    # ------------------------------------------------------------------ submit
+
+    def submit(self, item: Any) -> bool:
+        """Queue ``item``; ``False`` (and counted in :attr:`dropped`) when the queue is full or closed."""
+        if self._closed:
+            return False
+        self._ensure_worker()
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            with self._lock:
+                self.dropped += 1
+                dropped = self.dropped
+            if dropped == 1 or dropped % 1000 == 0:
+                log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
+            return False
+        return True
+
+    def _ensure_worker(self) -> None:
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            return
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            if self._thread is not None:
+                self.restarts += 1
+                log.warning("triage worker was gone; restarted (%d restart(s))", self.restarts)
+            self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+            self._thread.start()
+
+    # ------------------------------------------------------------------ the worker
+
+    def _work(self) -> None:
+        q = self._queue
+        while True:
+            batch = [q.get()]
+            if batch[0] is not _STOP and self._schedule_delay > 0 and q.qsize() < self._batch_size:
+                self._urgent.wait(self._schedule_delay)  # returns at once while flush() waits
+            while len(batch) < self._batch_size:
+                try:
+                    batch.append(q.get_nowait())
+                except queue.Empty:
+                    break
+            stop = False
+            for item in batch:
+                if item is _STOP:
+                    stop = True
+                else:
+                    self._run(item)
+                q.task_done()
+            if stop:
+                return
+
+    def _run(self, item: Any) -> None:
+        try:
+            self._run_item(item)
+        except BaseException as exc:  # noqa: BLE001 - the worker must outlive anything it runs
+            with self._lock:
+                self.escaped += 1
+            log.error("triage worker: %s escaped while delivering; item skipped", type(exc).__name__)
+        time.sleep(0)  # hand the GIL back between items, so the host's thread never waits long
+
+    # ------------------------------------------------------------------ flush and close
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued item was run; ``False`` when ``timeout`` seconds pass first."""
+        if self._thread is None or self.on_worker():
+            return True
+        if self._queue.unfinished_tasks:
+            self._ensure_worker()
+        q = self._queue
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            self._flushing += 1
+            self._urgent.set()
+        try:
+            with q.all_tasks_done:
+                while q.unfinished_tasks:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    q.all_tasks_done.wait(remaining)
+            return True
+        finally:
+            with self._lock:
+                self._flushing -= 1
+                if not self._flushing and not self._closed:
+                    self._urgent.clear()
+
+    def close(self, timeout: float | None = 30.0) -> int:
+        """Flush (up to ``timeout``), stop the worker; returns how many items were left undelivered."""
+        if self._closed:
+            return self.pending
+        self.flush(timeout)
+        self._closed = True
+        self._urgent.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            try:
+                self._queue.put(_STOP, timeout=1.0)
+                thread.join(timeout=5.0)
+            except queue.Full:
+                log.warning("triage worker did not stop: queue still full")
+        left = max(0, self.pending - (1 if thread is not None and thread.is_alive() else 0))
+        if left:
+            log.warning("triage: %d queued event(s) were not delivered before close", left)
+        return left
