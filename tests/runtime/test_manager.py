@@ -140,6 +140,7 @@ def test_invalid_rerank_answer_keeps_framework_order(caplog):
     with caplog.at_level(logging.ERROR, logger="triage.manager"):
         assert manager.rerank(RerankRequest("t", "q", "chunk", ("a", "b"), (0.5, 0.5))) is None
     assert "1 value(s) for 2 id(s)" in caplog.text
+    assert manager.failures[("Short", "triage_rerank", "InvalidAnswer")] == 1
 
 
 def test_gate_defaults_to_proceed_and_first_result_wins():
@@ -303,3 +304,78 @@ def test_learned_scores_survive_a_hostile_scores_plugin():
     manager.register(Hostile())
     assert manager.learned_scores("triple") == {"t3": 70.0}
     manager.close()
+
+
+# ---------------------------------------------------------------------- synchronous answers, checked per plugin
+
+
+class _Boom:
+    def __iter__(self):
+        raise ZeroDivisionError("iterating this answer fails")
+
+
+def _forever():
+    while True:
+        yield 1.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _Boom(),  # iteration raises something other than TypeError/ValueError
+        _forever(),  # infinite iterator: must not hang
+        ["1", "2"],  # numeric strings are not numbers
+        [True, False],  # nor are bools
+        [1.0, float("inf")],
+        "12",
+        {"a": 1.0, "b": 2.0},
+        [1.0, 2.0, 3.0],
+    ],
+    ids=["raises", "infinite", "strings", "bools", "inf", "str", "dict", "long"],
+)
+def test_a_bad_rerank_answer_falls_through_to_the_next_plugin(answer):
+    class Bad:
+        @hookimpl(tryfirst=True)
+        def triage_rerank(self, request):
+            return answer
+
+    class Good:
+        @hookimpl
+        def triage_rerank(self, request):
+            return [0.25, 0.75]
+
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    manager.register(Good(), name="good")
+    manager.register(Bad(), name="bad")
+    request = RerankRequest("t", "q", "chunk", ("a", "b"), (0.5, 0.5))
+    assert manager.rerank(request) == [0.25, 0.75]
+    assert sum(n for (plugin, hook, _), n in manager.failures.items() if plugin == "bad") == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "reroute",
+        GateDecision("reroute", "x", suggestion={"widen_top_k": float("inf")}),
+        GateDecision("reroute", "x", suggestion={"delete_index": 1}),
+        GateDecision("reroute", "x", suggestion={"top_k": -3}),
+    ],
+    ids=["not-a-decision", "inf", "unknown-key", "negative"],
+)
+def test_a_bad_gate_answer_does_not_silence_the_default_gate(answer):
+    class Bad:
+        @hookimpl(tryfirst=True)
+        def triage_gate(self, event):
+            return answer
+
+    class Default:
+        @hookimpl
+        def triage_gate(self, event):
+            return GateDecision("reroute", "retrieval gap", suggestion={"widen_top_k": 2})
+
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    manager.register(Default(), name="default")
+    manager.register(Bad(), name="bad")
+    decision = manager.gate(RetrievalEvent("t", "q1", "A?", mentions=("A",), grounding={"A": "A"}))
+    assert decision.action == "reroute" and dict(decision.suggestion) == {"widen_top_k": 2}
+    assert sum(n for (plugin, _, _), n in manager.failures.items() if plugin == "bad") == 1

@@ -50,6 +50,7 @@ from triage_plugins.contract.events import (
     RerankRequest,
     RetrievalEvent,
 )
+from triage_plugins.runtime.answers import InvalidAnswer, check_gate, check_rerank
 from triage_plugins.runtime.dispatch import Dispatcher
 from triage_plugins.store.base import is_store, open_store
 
@@ -99,6 +100,15 @@ class _LoadError:
     error: str
 
 
+#: Synchronous hooks whose answers are checked inside the isolation boundary: a bad answer is that
+#: plugin's failure and counts as no answer, so the next implementation (the defaults) answers.
+#: Each check takes the answer and the hook's one argument (pluggy passes it positionally).
+_ANSWER_CHECKS: dict[str, Callable[[Any, Any], Any]] = {
+    "triage_rerank": lambda answer, request: check_rerank(answer, len(request.ids)),
+    "triage_gate": lambda answer, event: check_gate(answer),
+}
+
+
 class _IsolatingPluginManager(pluggy.PluginManager):
     """A pluggy manager that wraps each hook implementation so that its exceptions are contained."""
 
@@ -122,10 +132,15 @@ class _IsolatingPluginManager(pluggy.PluginManager):
     def _isolate(self, plugin_name: str, hook_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         on_error = self._on_error
 
+        check = _ANSWER_CHECKS.get(hook_name)
+
         @functools.wraps(fn)
         def isolated(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
+                answer = fn(*args, **kwargs)
+                if check is None or answer is None:
+                    return answer
+                return check(answer, args[0] if args else next(iter(kwargs.values())))
             except BaseException as exc:  # noqa: BLE001 - isolation is the point, SystemExit included
                 if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
                     raise  # the user pressed Ctrl-C: that is not the plugin's to swallow
@@ -360,7 +375,15 @@ class TriageManager:
             self.failures[key] += 1
             first = key not in self._reported
             self._reported.add(key)
-        if first:
+        if first and isinstance(exc, InvalidAnswer):
+            log.error(
+                "plugin %s answered %s with an invalid value (%s); its answers are skipped while invalid "
+                "(further ones are counted, not logged)",
+                plugin,
+                hook,
+                exc,
+            )
+        elif first:
             log.warning(
                 "plugin %s raised %s in %s; skipped (further %s errors from it are counted, not logged)",
                 plugin,
@@ -546,10 +569,11 @@ class TriageManager:
             decision = None
         if decision is None:
             return GateDecision("proceed", "no gate plugin decided")
-        if not isinstance(decision, GateDecision):
-            log.error("triage_gate returned %r, not a GateDecision; proceeding", type(decision).__name__)
+        try:
+            return check_gate(decision)  # answers were checked per plugin; a hook wrapper may change them
+        except InvalidAnswer as exc:
+            self._on_plugin_error("<wrapper>", "triage_gate", exc)
             return GateDecision("proceed", "gate plugin returned an invalid decision")
-        return decision
 
     def rerank(self, request: RerankRequest) -> list[float] | None:
         """Priorities for ``request.ids`` from the first plugin that answers, or ``None``."""
@@ -565,18 +589,10 @@ class TriageManager:
         if result is None:
             return None
         try:
-            values = [float(v) for v in result]
-        except (TypeError, ValueError):
-            log.error("triage_rerank returned a non-numeric result; keeping the framework's order")
+            return check_rerank(result, len(request.ids))  # a hook wrapper may have changed it
+        except InvalidAnswer as exc:
+            self._on_plugin_error("<wrapper>", "triage_rerank", exc)
             return None
-        if len(values) != len(request.ids) or not all(math.isfinite(v) for v in values):
-            log.error(
-                "triage_rerank returned %d value(s) for %d id(s) (or non-finite values); keeping the framework's order",
-                len(values),
-                len(request.ids),
-            )
-            return None
-        return values
 
 
 def _finite_number(value: object) -> bool:

@@ -1,0 +1,68 @@
+"""Checks of what a synchronous hook answers, run inside the isolation boundary (DESIGN §2).
+
+A ``triage_rerank`` or ``triage_gate`` answer that fails these checks counts as that plugin's failure
+and is treated as no answer, so pluggy asks the next implementation (the defaults still answer).
+Reads are bounded: a rerank answer is never iterated past ``len(request.ids) + 1`` items, so an
+infinite iterator cannot hang the host.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from typing import Any
+
+from triage_plugins.contract.events import GATE_ACTIONS, GateDecision
+
+__all__ = ["SUGGESTION_KEYS", "InvalidAnswer", "check_gate", "check_rerank"]
+
+#: What a gate suggestion may ask a host to change (DESIGN §3; adapters read these keys).
+SUGGESTION_KEYS: frozenset[str] = frozenset({"widen_top_k", "expand_hops", "top_k", "chunk_top_k", "mode"})
+_MAX_SUGGESTION = 10_000.0
+
+
+class InvalidAnswer(ValueError):
+    """A synchronous hook answered something the contract does not allow."""
+
+
+def _real(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value).__name__ == "bool_":
+        raise InvalidAnswer(f"{where} is {type(value).__name__}, not a real number")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidAnswer(f"{where} is {number}, not finite")
+    return number
+
+
+def check_rerank(answer: Any, n_ids: int) -> list[float]:
+    """One finite real priority per id, read without consuming more than ``n_ids + 1`` items."""
+    if isinstance(answer, str | bytes | dict) or not hasattr(answer, "__iter__"):
+        raise InvalidAnswer(f"a rerank answer must be a sequence of numbers, got {type(answer).__name__}")
+    items = list(itertools.islice(iter(answer), n_ids + 1))
+    if len(items) != n_ids:
+        count = f"more than {n_ids}" if len(items) > n_ids else str(len(items))
+        raise InvalidAnswer(f"a rerank answer has {count} value(s) for {n_ids} id(s)")
+    out = [float(v) if type(v) is float or type(v) is int else _real(v, f"priority {i}") for i, v in enumerate(items)]
+    if not all(map(math.isfinite, out)):
+        raise InvalidAnswer("a rerank answer has a value that is not finite")
+    return out
+
+
+def check_gate(answer: Any) -> GateDecision:
+    """A :class:`GateDecision` with a known action and a suggestion of known keys and sane values."""
+    if not isinstance(answer, GateDecision):
+        raise InvalidAnswer(f"a gate answer must be a GateDecision, got {type(answer).__name__}")
+    if answer.action not in GATE_ACTIONS:
+        raise InvalidAnswer(f"unknown gate action {answer.action!r}")
+    for key, value in answer.suggestion.items():
+        if key not in SUGGESTION_KEYS:
+            raise InvalidAnswer(f"unknown gate suggestion {key!r}; known: {', '.join(sorted(SUGGESTION_KEYS))}")
+        if key == "mode":
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidAnswer(f"gate suggestion mode must be a name, got {value!r}")
+            continue
+        number = _real(value, f"gate suggestion {key}")
+        if not 0.0 < number <= _MAX_SUGGESTION:
+            raise InvalidAnswer(f"gate suggestion {key}={number} is outside (0, {_MAX_SUGGESTION:g}]")
+    return answer
