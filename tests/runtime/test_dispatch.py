@@ -119,3 +119,30 @@ def test_deferred_jobs_keep_their_order_with_notifications():
     assert sum(n for (p, _, _), n in manager.failures.items() if p == "<deferred>") == 1
     manager.close()
     assert manager.defer(order.append, "late") is False
+
+
+def test_events_left_at_exit_are_named_in_one_warning(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import threading\n"
+        "from triage_plugins import hookimpl\n"
+        "from triage_plugins.runtime.manager import TriageManager\n"
+        "from triage_plugins.contract.events import FeedbackEvent\n"
+        "gate = threading.Event()\n"
+        "class Stuck:\n"
+        "    @hookimpl\n"
+        "    def triage_feedback(self, event):\n"
+        "        gate.wait(30)\n"
+        "m = TriageManager(entry_points=False, defaults=False, schedule_delay=0)\n"
+        "m.register(Stuck())\n"
+        "for i in range(20):\n"
+        "    m.emit_feedback(FeedbackEvent('t', f'q{i}', 1.0))\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    warnings = [line for line in done.stderr.splitlines() if "not delivered at exit" in line]
+    assert len(warnings) == 1
+    assert "20 queued event(s)" in warnings[0]

@@ -616,8 +616,12 @@ def _unknown_option_message(key: str, declared: Mapping[str, Any]) -> str:
 
 def _flush_at_exit(ref: weakref.ReferenceType[TriageManager]) -> None:
     manager = ref()
-    if manager is not None and not manager._closed:
-        manager.flush(timeout=5.0)
+    if manager is not None and not manager._closed and not manager.flush(timeout=5.0):
+        log.warning(
+            "triage: %d queued event(s) not delivered at exit (flush timed out after 5 s; %d dropped before)",
+            manager.pending,
+            manager.dropped,
+        )
 
 
 _default: TriageManager | None = None
