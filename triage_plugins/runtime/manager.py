@@ -562,18 +562,8 @@ class TriageManager:
             raise EventError(
                 "RetrievalEvent", "event", f"gate takes a RetrievalEvent, got {type(event).__name__}"
             )
-        try:
-            decision = self._pm.hook.triage_gate(event=event)
-        except Exception as exc:  # noqa: BLE001
-            self._on_plugin_error("<wrapper>", "triage_gate", exc)
-            decision = None
-        if decision is None:
-            return GateDecision("proceed", "no gate plugin decided")
-        try:
-            return check_gate(decision)  # answers were checked per plugin; a hook wrapper may change them
-        except InvalidAnswer as exc:
-            self._on_plugin_error("<wrapper>", "triage_gate", exc)
-            return GateDecision("proceed", "gate plugin returned an invalid decision")
+        decision = self._ask("triage_gate", event=event)
+        return GateDecision("proceed", "no gate plugin decided") if decision is None else decision
 
     def rerank(self, request: RerankRequest) -> list[float] | None:
         """Priorities for ``request.ids`` from the first plugin that answers, or ``None``."""
@@ -581,17 +571,19 @@ class TriageManager:
             raise EventError(
                 "RerankRequest", "request", f"rerank takes a RerankRequest, got {type(request).__name__}"
             )
+        return self._ask("triage_rerank", request=request)
+
+    def _ask(self, hook_name: str, **kwargs: Any) -> Any:
+        """Call a synchronous hook; its checked answer, or ``None`` when none (valid) came back.
+
+        Each plugin's answer was checked inside its isolation wrapper; a hook wrapper may still change
+        the final one, so it is checked once more.
+        """
         try:
-            result = self._pm.hook.triage_rerank(request=request)
-        except Exception as exc:  # noqa: BLE001
-            self._on_plugin_error("<wrapper>", "triage_rerank", exc)
-            return None
-        if result is None:
-            return None
-        try:
-            return check_rerank(result, len(request.ids))  # a hook wrapper may have changed it
-        except InvalidAnswer as exc:
-            self._on_plugin_error("<wrapper>", "triage_rerank", exc)
+            answer = getattr(self._pm.hook, hook_name)(**kwargs)
+            return None if answer is None else _ANSWER_CHECKS[hook_name](answer, *kwargs.values())
+        except Exception as exc:  # noqa: BLE001 - only hook wrappers and their answers can get here
+            self._on_plugin_error("<wrapper>", hook_name, exc)
             return None
 
 
