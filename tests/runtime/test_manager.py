@@ -379,3 +379,67 @@ def test_a_bad_gate_answer_does_not_silence_the_default_gate(answer):
     decision = manager.gate(RetrievalEvent("t", "q1", "A?", mentions=("A",), grounding={"A": "A"}))
     assert decision.action == "reroute" and dict(decision.suggestion) == {"widen_top_k": 2}
     assert sum(n for (plugin, _, _), n in manager.failures.items() if plugin == "bad") == 1
+
+
+# ---------------------------------------------------------------------- the synchronous time budget
+
+
+def _sleepy_and_default(seconds: float):
+    calls = {"sleepy": 0}
+
+    class Sleepy:
+        @hookimpl(tryfirst=True)
+        def triage_rerank(self, request):
+            calls["sleepy"] += 1
+            time.sleep(seconds)
+            return [9.0] * len(request.ids)
+
+    class Default:
+        @hookimpl
+        def triage_rerank(self, request):
+            return [0.5] * len(request.ids)
+
+    return Sleepy(), Default(), calls
+
+
+def test_an_answer_over_budget_is_discarded_and_the_plugin_cools_down():
+    sleepy, default, calls = _sleepy_and_default(0.2)
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False, hook_budget=0.05)
+    manager.register(default, name="default")
+    manager.register(sleepy, name="sleepy")
+    request = RerankRequest("t", "q", "chunk", ("a", "b"), (0.5, 0.5))
+    assert manager.rerank(request) == [0.5, 0.5]  # the slow answer is not used
+    for _ in range(5):
+        assert manager.rerank(request) == [0.5, 0.5]
+    assert calls["sleepy"] == 1  # skipped while cooling down: not asked (and not waited for) again
+    assert manager.failures[("sleepy", "triage_rerank", "OverBudget")] == 1
+    assert manager.failures[("sleepy", "triage_rerank", "Suspended")] == 5
+
+
+def test_a_cooled_down_plugin_is_asked_again():
+    sleepy, default, calls = _sleepy_and_default(0.06)
+    manager = TriageManager(
+        synchronous=True, entry_points=False, defaults=False, hook_budget=0.05, hook_cooldown=0.1
+    )
+    manager.register(default, name="default")
+    manager.register(sleepy, name="sleepy")
+    request = RerankRequest("t", "q", "chunk", ("a",), (0.5,))
+    manager.rerank(request)
+    time.sleep(0.15)
+    manager.rerank(request)
+    assert calls["sleepy"] == 2
+
+
+def test_the_budget_can_be_switched_off(monkeypatch):
+    sleepy, default, calls = _sleepy_and_default(0.06)
+    monkeypatch.setenv("TRIAGE_HOOK_BUDGET", "0")
+    manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    manager.register(default, name="default")
+    manager.register(sleepy, name="sleepy")
+    assert manager.rerank(RerankRequest("t", "q", "chunk", ("a",), (0.5,))) == [9.0]
+
+
+def test_a_bad_budget_setting_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("TRIAGE_HOOK_BUDGET", "fast")
+    with pytest.raises(ConfigError, match="TRIAGE_HOOK_BUDGET"):
+        TriageManager(synchronous=True, entry_points=False, defaults=False)

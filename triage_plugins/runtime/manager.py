@@ -7,11 +7,14 @@ Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(r
   **entry-point plugins** (group ``"triage"``) are loaded at construction.
 - ``TRIAGE_DISABLE_PLUGINS=name,name`` blocks plugins by name; ``TRIAGE_TRACE_PLUGINS=1`` logs every
   hook call on the ``triage.trace`` logger; ``TRIAGE_SYNC=1`` delivers notifications inline.
-- **Isolation:** every hook implementation is wrapped at registration; an exception it raises is
-  logged (once per plugin, hook and exception type), counted in :attr:`TriageManager.failures` and
-  skipped. It never reaches the adapter or the host, and the other implementations still run.
-- **Off the hot path:** notification hooks are queued (bounded) and delivered in batches by one
-  background thread, like OpenTelemetry's batch span processor. A full queue drops the event and
+- **Isolation** (:mod:`triage_plugins.runtime.isolation`): every hook implementation is wrapped at
+  registration; an exception it raises (``SystemExit`` included), an invalid ``triage_rerank`` /
+  ``triage_gate`` answer, or an answer over the synchronous time budget is logged (once per plugin,
+  hook and kind), counted in :attr:`TriageManager.failures` and skipped. It never reaches the
+  adapter or the host, and the next implementation answers.
+- **Off the hot path** (:mod:`triage_plugins.runtime.dispatch`): notification hooks are queued
+  (bounded) and delivered in batches by one supervised background thread, like OpenTelemetry's batch
+  span processor. A full queue drops the event and
   counts it in :attr:`TriageManager.dropped`; the host never blocks. :meth:`TriageManager.flush`
   drains the queue (it also runs at interpreter exit). ``triage_gate`` and ``triage_rerank`` are
   synchronous because the host waits for their answer.
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import difflib
-import functools
 import importlib
 import logging
 import math
@@ -34,8 +36,6 @@ from dataclasses import dataclass
 from importlib import metadata
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
-
-import pluggy
 
 from triage_plugins.contract import hookspecs
 from triage_plugins.contract.config import TriageConfig
@@ -50,8 +50,16 @@ from triage_plugins.contract.events import (
     RerankRequest,
     RetrievalEvent,
 )
-from triage_plugins.runtime.answers import InvalidAnswer, check_gate, check_rerank
+from triage_plugins.runtime.answers import InvalidAnswer
 from triage_plugins.runtime.dispatch import Dispatcher
+from triage_plugins.runtime.isolation import (
+    ANSWER_CHECKS,
+    DEFAULT_HOOK_BUDGET,
+    IsolatingPluginManager,
+    OverBudget,
+    Suspended,
+    SyncBudget,
+)
 from triage_plugins.store.base import is_store, open_store
 
 if TYPE_CHECKING:
@@ -78,6 +86,16 @@ def _env_list(name: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+
+
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -100,57 +118,6 @@ class _LoadError:
     error: str
 
 
-#: Synchronous hooks whose answers are checked inside the isolation boundary: a bad answer is that
-#: plugin's failure and counts as no answer, so the next implementation (the defaults) answers.
-#: Each check takes the answer and the hook's one argument (pluggy passes it positionally).
-_ANSWER_CHECKS: dict[str, Callable[[Any, Any], Any]] = {
-    "triage_rerank": lambda answer, request: check_rerank(answer, len(request.ids)),
-    "triage_gate": lambda answer, event: check_gate(answer),
-}
-
-
-class _IsolatingPluginManager(pluggy.PluginManager):
-    """A pluggy manager that wraps each hook implementation so that its exceptions are contained."""
-
-    def __init__(self, on_error: Callable[[str, str, BaseException], None]) -> None:
-        super().__init__(hookspecs.PROJECT)
-        self._on_error = on_error
-
-    def register(self, plugin: object, name: str | None = None) -> str | None:
-        plugin_name = super().register(plugin, name)
-        if plugin_name is None:  # blocked
-            return None
-        for caller in self.get_hookcallers(plugin) or ():
-            for impl in caller.get_hookimpls():
-                if impl.plugin is not plugin or impl.hookwrapper or impl.wrapper:
-                    continue
-                if getattr(impl.function, "_triage_isolated", False):
-                    continue
-                impl.function = self._isolate(impl.plugin_name, caller.name, impl.function)
-        return plugin_name
-
-    def _isolate(self, plugin_name: str, hook_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        on_error = self._on_error
-
-        check = _ANSWER_CHECKS.get(hook_name)
-
-        @functools.wraps(fn)
-        def isolated(*args: Any, **kwargs: Any) -> Any:
-            try:
-                answer = fn(*args, **kwargs)
-                if check is None or answer is None:
-                    return answer
-                return check(answer, args[0] if args else next(iter(kwargs.values())))
-            except BaseException as exc:  # noqa: BLE001 - isolation is the point, SystemExit included
-                if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
-                    raise  # the user pressed Ctrl-C: that is not the plugin's to swallow
-                on_error(plugin_name, hook_name, exc)
-                return None
-
-        isolated._triage_isolated = True  # type: ignore[attr-defined]
-        return isolated
-
-
 class TriageManager:
     """Loads plugins and delivers events to them.
 
@@ -165,6 +132,11 @@ class TriageManager:
     :param batch_size: most events the worker delivers per wake-up.
     :param schedule_delay: seconds the worker waits after the first queued event for more to
         arrive before delivering (``flush()`` cuts the wait short); ``0`` delivers at once.
+    :param hook_budget: seconds one plugin may take to answer ``triage_gate`` or ``triage_rerank``
+        (default ``TRIAGE_HOOK_BUDGET`` or 0.25; ``0`` switches the budget off). An answer over budget
+        is discarded (the next plugin answers) and counted, and the plugin is skipped for
+        ``hook_cooldown`` seconds before it is asked again.
+    :param hook_cooldown: seconds a plugin over budget is skipped.
     """
 
     def __init__(
@@ -178,6 +150,8 @@ class TriageManager:
         queue_size: int = 10_000,
         batch_size: int = 256,
         schedule_delay: float = 0.05,
+        hook_budget: float | None = None,
+        hook_cooldown: float = 30.0,
     ) -> None:
         if queue_size < 1 or batch_size < 1:
             raise ConfigError("queue_size and batch_size must be >= 1")
@@ -199,7 +173,9 @@ class TriageManager:
         )
         self._closed = False
 
-        self._pm = _IsolatingPluginManager(self._on_plugin_error)
+        budget = hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
+        self.budget = SyncBudget(budget, cooldown=hook_cooldown)
+        self._pm = IsolatingPluginManager(self._on_plugin_error, self.budget)
         self._pm.add_hookspecs(hookspecs)
         for name in _env_list("TRIAGE_DISABLE_PLUGINS"):
             self._pm.set_blocked(name)
@@ -383,6 +359,8 @@ class TriageManager:
                 hook,
                 exc,
             )
+        elif first and isinstance(exc, OverBudget | Suspended):
+            log.warning("plugin %s in %s: %s (further ones are counted, not logged)", plugin, hook, exc)
         elif first:
             log.warning(
                 "plugin %s raised %s in %s; skipped (further %s errors from it are counted, not logged)",
@@ -581,7 +559,7 @@ class TriageManager:
         """
         try:
             answer = getattr(self._pm.hook, hook_name)(**kwargs)
-            return None if answer is None else _ANSWER_CHECKS[hook_name](answer, *kwargs.values())
+            return None if answer is None else ANSWER_CHECKS[hook_name](answer, *kwargs.values())
         except Exception as exc:  # noqa: BLE001 - only hook wrappers and their answers can get here
             self._on_plugin_error("<wrapper>", hook_name, exc)
             return None
