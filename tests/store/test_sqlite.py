@@ -178,13 +178,13 @@ def test_other_applications_database_is_refused(tmp_path: Path) -> None:
         Store.open(other)
 
 
-def test_foreign_tables_without_application_id_fail_to_migrate(tmp_path: Path) -> None:
+def test_foreign_tables_without_application_id_are_refused_untouched(tmp_path: Path) -> None:
     other = tmp_path / "other.sqlite"
     raw = sqlite3.connect(other)
     raw.execute("CREATE TABLE events (x)")
     raw.commit()
     raw.close()
-    with pytest.raises(StoreError, match="schema 1 failed"):
+    with pytest.raises(StoreError, match="not a triage store"):
         Store.open(other)
     raw = sqlite3.connect(other)
     try:  # the failed migration was rolled back completely
@@ -630,3 +630,66 @@ def test_many_single_writes_all_land(store: Store) -> None:
         store.record_metric("query", f"q{i}", "ERC", 0.5, framework="f")
     counts = store.counts()
     assert counts["events"] >= n and counts["metrics"] >= n
+
+
+def test_an_unrelated_sqlite_file_is_never_migrated(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.sqlite"
+    raw = sqlite3.connect(notes)
+    raw.execute("CREATE TABLE notes (body TEXT)")
+    raw.execute("INSERT INTO notes VALUES ('keep me')")
+    raw.commit()
+    raw.close()
+    before = notes.read_bytes()
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match="not a triage store"):
+            Store.open(notes, readonly=readonly)
+    assert notes.read_bytes() == before  # no application id, no WAL switch, no tables added
+    assert not (tmp_path / "notes.sqlite-wal").exists()
+
+
+def test_readonly_opens_an_existing_store_without_writing(tmp_path: Path) -> None:
+    path = tmp_path / "ro.sqlite"
+    with Store.open(path) as s:
+        s.set_param("alpha", 0.3)
+    path.chmod(0o444)
+    tmp_path.chmod(0o555)  # a read-only directory: no -wal or -shm file can be created either
+    try:
+        with Store.open(path, readonly=True) as ro:
+            assert ro.get_param("alpha") == 0.3
+            assert ro.counts()["params"] == 1
+            with pytest.raises(StoreError):
+                ro.set_param("alpha", 0.4)
+    finally:
+        tmp_path.chmod(0o755)
+        path.chmod(0o644)
+
+
+def test_readonly_never_creates_a_store(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sqlite"
+    with pytest.raises(StoreError, match="no store at"):
+        Store.open(missing, readonly=True)
+    assert not missing.exists()
+    with pytest.raises(StoreError, match="no store at"):
+        Store.open(tmp_path, readonly=True)  # a directory is not a store either
+
+
+def test_readonly_opens_a_store_on_a_read_only_filesystem(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if shutil.which("mount") is None or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
+    ).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root) to make a read-only filesystem")
+    try:
+        with Store.open(mount / "s.sqlite") as s:
+            s.set_param("alpha", 0.7)
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        with pytest.raises(StoreError):
+            Store.open(mount / "s.sqlite")  # writable open must fail clearly, not half-work
+        with Store.open(mount / "s.sqlite", readonly=True) as ro:
+            assert ro.get_param("alpha") == 0.7
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)

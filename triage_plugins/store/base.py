@@ -106,9 +106,9 @@ class Store(Protocol):
     def counts(self) -> dict[str, int]: ...
 
     @staticmethod
-    def open(target: StoreTarget) -> Store:
+    def open(target: StoreTarget, *, readonly: bool = False) -> Store:
         """:func:`open_store` (``Store.open(url)`` reads as it did before the protocol)."""
-        return open_store(target)
+        return open_store(target, readonly=readonly)
 
 
 StoreTarget = Store | str | os.PathLike[str]
@@ -119,10 +119,11 @@ def is_store(value: object) -> bool:
     return isinstance(value, Store)
 
 
-def open_store(target: StoreTarget) -> Store:
+def open_store(target: StoreTarget, *, readonly: bool = False) -> Store:
     """Open (creating and migrating as needed) the store a path or URL names; a store is returned as is.
 
     :param target: a path, ``sqlite:///relative`` / ``sqlite:////absolute``, ``":memory:"``, or a store.
+    :param readonly: open an existing store to read it; nothing is created or migrated.
     :raises StoreError: the URL's scheme is unsupported or the file is not a triage store.
     """
     if is_store(target):
@@ -137,4 +138,4 @@ def open_store(target: StoreTarget) -> Store:
             )
     from triage_plugins.store.sqlite import SQLiteStore
 
-    return SQLiteStore(target)  # type: ignore[arg-type]
+    return SQLiteStore(target, readonly=readonly)  # type: ignore[arg-type]

@@ -178,6 +178,11 @@ def _parse_target(url_or_path: str | os.PathLike[str]) -> Path | None:
     return Path(rest[1:]).expanduser()
 
 
+def _has_schema(db: sqlite3.Connection) -> bool:
+    """Whether the database holds any table, index, view or trigger."""
+    return db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
+
+
 class _Handle:
     """A connection and its transaction nesting depth (0 = no open transaction)."""
 
@@ -195,12 +200,18 @@ class SQLiteStore:
     """A SQLite trace + score store (see the module docstring for the tables).
 
     :param url_or_path: a path, a ``sqlite:///`` URL or ``":memory:"``.
-    :raises StoreError: the URL is unsupported, the file is not a triage-plugins SQLite store, or
-        it was written by a newer triage-plugins.
+    :param readonly: open an existing store for reading only: nothing is created, switched or
+        migrated (reports and ``store info`` open stores so, also on a read-only filesystem).
+    :raises StoreError: the URL is unsupported; the file is not a triage-plugins store (a SQLite file
+        with tables of its own is refused, never migrated); it was written by a newer
+        triage-plugins; or, read-only, it does not exist or needs a migration first.
     """
 
-    def __init__(self, url_or_path: str | os.PathLike[str]) -> None:
+    def __init__(self, url_or_path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self._path = _parse_target(url_or_path)
+        self.readonly = readonly
+        if readonly and (self._path is None or not self._path.is_file()):
+            raise StoreError(f"no store at {url_or_path!s}: pass the path of an existing triage store")
         self._closed = False
         self._pid = os.getpid()
         self._local = threading.local()
@@ -209,7 +220,7 @@ class SQLiteStore:
         self._orphans: list[_Handle] = []  # connections inherited through fork: never touched again
         self._memory: _Handle | None = None
         self._memory_lock = threading.RLock()
-        if self._path is not None:
+        if self._path is not None and not readonly:
             try:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -228,11 +239,13 @@ class SQLiteStore:
         log.debug("opened store %s (schema %d)", self.url, SCHEMA_VERSION)
 
     @classmethod
-    def open(cls, url_or_path: str | os.PathLike[str] | SQLiteStore) -> SQLiteStore:
+    def open(
+        cls, url_or_path: str | os.PathLike[str] | SQLiteStore, *, readonly: bool = False
+    ) -> SQLiteStore:
         """Open (creating and migrating as needed) the store at a path or URL; a store is returned as is."""
         if isinstance(url_or_path, SQLiteStore):
             return url_or_path
-        return cls(url_or_path)
+        return cls(url_or_path, readonly=readonly)
 
     # ------------------------------------------------------------------ identity
 
@@ -270,23 +283,50 @@ class SQLiteStore:
         return MEMORY if self._path is None else str(self._path)
 
     def _connect(self) -> _Handle:
-        try:
-            db = sqlite3.connect(
-                MEMORY if self._path is None else str(self._path),
-                timeout=BUSY_TIMEOUT_SECONDS,
-                isolation_level=None,  # we issue BEGIN / COMMIT ourselves
-                check_same_thread=False,  # close() may close another thread's connection
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open store {self._where()!r}: {exc}") from None
+        if self.readonly:
+            db = self._connect_readonly()
+        else:
+            try:
+                db = sqlite3.connect(
+                    MEMORY if self._path is None else str(self._path),
+                    timeout=BUSY_TIMEOUT_SECONDS,
+                    isolation_level=None,  # we issue BEGIN / COMMIT ourselves
+                    check_same_thread=False,  # close() may close another thread's connection
+                )
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open store {self._where()!r}: {exc}") from None
         try:
             db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
             db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA synchronous = NORMAL")
+            if not self.readonly:
+                db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
             db.close()
             raise self._open_error(exc) from None
         return _Handle(db)
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """``mode=ro``; on a read-only filesystem (no ``-shm`` can be made) ``immutable=1`` as well."""
+        uri = self._path.resolve().as_uri()  # type: ignore[union-attr]
+        error: sqlite3.Error | None = None
+        for query in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(
+                    f"{uri}?{query}", timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                    check_same_thread=False, uri=True,
+                )  # fmt: skip
+            except sqlite3.Error as exc:
+                error = exc
+                continue
+            try:
+                db.execute("PRAGMA application_id").fetchone()
+                return db
+            except sqlite3.OperationalError as exc:
+                error = exc
+                db.close()
+            except sqlite3.Error:
+                return db  # not a database, say: _prepare reports it
+        raise StoreError(f"cannot open store {self._where()!r} read-only: {error}")
 
     def _open_error(self, exc: sqlite3.Error) -> StoreError:
         where = self._where()
@@ -340,6 +380,17 @@ class SQLiteStore:
                 f"{where!r} has store schema version {version}, newer than the {SCHEMA_VERSION} this "
                 "triage-plugins understands; upgrade triage-plugins to open it"
             )
+        if app_id == 0 and _has_schema(db):
+            raise StoreError(
+                f"{where!r} is a SQLite database but not a triage store (it has tables of its own); "
+                "it is left untouched: pass a triage store or a path that does not exist yet"
+            )
+        if self.readonly:
+            if version < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{where!r} has store schema {version}; open it writable once to migrate it to {SCHEMA_VERSION}"
+                )
+            return
         if self._path is not None:
             mode = self._switch_to_wal(db, where)
             if str(mode).lower() != "wal":
