@@ -146,3 +146,32 @@ def test_events_left_at_exit_are_named_in_one_warning(tmp_path):
     warnings = [line for line in done.stderr.splitlines() if "not delivered at exit" in line]
     assert len(warnings) == 1
     assert "20 queued event(s)" in warnings[0]
+
+
+def test_a_closing_manager_records_drops_and_undelivered_events_in_its_run(tmp_path):
+    from triage_plugins.store import open_store
+
+    release = threading.Event()
+
+    class Stuck:
+        @hookimpl
+        def triage_feedback(self, event):
+            release.wait(10)
+
+    path = tmp_path / "lost.sqlite"
+    manager = TriageManager(path, entry_points=False, defaults=False, queue_size=3, schedule_delay=0)
+    manager.register(Stuck())
+    run = manager.start_run("serve")
+    for i in range(10):
+        manager.emit_feedback(FeedbackEvent("t", f"q{i}", 1.0))
+    time.sleep(0.05)  # let the worker take the first event and block on it
+    delivered_before_close = manager.delivered
+    left = manager.close(timeout=0.2)
+    release.set()
+    assert delivered_before_close == 0
+    with open_store(path, readonly=True) as store:
+        (row,) = store.runs("serve")
+    assert row.id == run
+    assert row.dropped == manager.dropped > 0
+    assert row.undelivered == left > 0
+    assert row.dropped + row.undelivered == 10  # nothing got through before close timed out

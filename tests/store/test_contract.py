@@ -90,3 +90,46 @@ def test_params_and_transactions_roll_back(store):
     assert store.get_scores("triple", ["t9"]) == {}
     assert store.get_param("missing", "default") == "default"
     assert store.counts()["params"] == 1
+
+
+def test_graph_snapshots_are_stored_once_and_rebuilt(store):
+    from triage_plugins.contract.events import GraphEvent, Triple
+    from triage_plugins.contract.graph_view import GraphView
+
+    run = store.start_run("graphs")
+    big = GraphEvent("fw", GraphView([Triple.of(f"E{i}", "r", f"E{i + 1}") for i in range(200)]))
+    other = GraphEvent("fw", GraphView([Triple.of("A", "r", "B")]))
+    store.record_events([big, big, other, big], run)
+    assert store.counts()["blobs"] == 2  # two distinct graphs, four events
+    rebuilt = list(store.events("graph", run))
+    assert [len(e.graph.triples) for e in rebuilt] == [200, 200, 1, 200]
+    assert rebuilt[0] == big
+
+
+def test_runs_record_what_they_lost(store):
+    run = store.start_run("serve")
+    store.end_run(run, dropped=3, undelivered=2)
+    (row,) = store.runs("serve")
+    assert (row.dropped, row.undelivered) == (3, 2)
+    with pytest.raises(StoreError, match="dropped"):
+        store.end_run(run, dropped=-1)
+
+
+def test_prune_keeps_learned_scores_and_recent_runs(store):
+    from triage_plugins.contract.events import GraphEvent, Triple
+    from triage_plugins.contract.graph_view import GraphView
+
+    runs = [store.start_run("serve") for _ in range(4)]
+    for i, run in enumerate(runs):
+        store.record_event(GraphEvent("fw", GraphView([Triple.of("A", "r", f"B{i}")])), run)
+        store.record_metric("query", f"q{i}", "ERC", 0.5, run_id=run)
+    store.add_score("triple", "t1", 5.0)
+    store.set_param("alpha", 0.4)
+    with pytest.raises(StoreError, match="older_than or keep_runs"):
+        store.prune()
+    deleted = store.prune(keep_runs=1)
+    assert deleted == {"events": 3, "metrics": 3, "runs": 3, "blobs": 3}
+    assert [r.id for r in store.runs()] == runs[-1:]
+    assert store.get_scores("triple")["t1"].raw == 105.0 and store.get_param("alpha") == 0.4
+    assert store.prune(older_than=3600) == {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
+    assert store.prune(older_than=0)["runs"] == 1

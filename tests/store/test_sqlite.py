@@ -104,7 +104,7 @@ def test_open_by_path_url_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert nested.is_file()
         assert s.path == nested
         assert s.url == f"sqlite:///{nested.resolve()}"
-        assert s.schema_version == SCHEMA_VERSION == 2
+        assert s.schema_version == SCHEMA_VERSION == 3
         s.set_param("x", 1)
     # sqlite:////absolute (SQLAlchemy convention) reopens the same file
     with Store.open(f"sqlite:///{nested}") as s:
@@ -199,8 +199,8 @@ def test_empty_file_is_migrated(tmp_path: Path) -> None:
     empty = tmp_path / "empty.sqlite"
     empty.touch()
     with Store.open(empty) as s:
-        assert s.schema_version == 2
-        assert s.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0}
+        assert s.schema_version == SCHEMA_VERSION
+        assert s.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0, "blobs": 0}
 
 
 def test_version_1_file_is_migrated_keeping_its_data(tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_version_1_file_is_migrated_keeping_its_data(tmp_path: Path) -> None:
     )
     raw.close()
     with Store.open(old) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == SCHEMA_VERSION
         assert s.get_scores("triple") == {"t1": ScoreRow(130.5, 7, 1.0)}
         s.set_param("alpha", 0.3)  # the params table arrived with migration 2
         assert s.add_score("triple", "t1", 1.5) == 132.0
@@ -559,7 +559,7 @@ def test_failing_batches_roll_back(store: Store) -> None:
         store.record_metrics(
             [MetricRow("query", "q", "ERC", 1.0), MetricRow("query", "q", "ERC", 1.0, run_id="x")]
         )
-    assert store.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0}
+    assert store.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0, "blobs": 0}
 
 
 def test_nested_transaction_failure_undoes_only_the_inner_part(store: Store) -> None:
@@ -599,13 +599,13 @@ def test_runs_params_counts_and_delete(store: Store) -> None:
     store.set_param("alpha", {"value": 0.25, "history": [0.5, 0.25]})
     assert store.get_param("alpha") == {"value": 0.25, "history": [0.5, 0.25]}
     assert store.get_param("missing", default=7) == 7
-    assert store.counts() == {"runs": 2, "events": 2, "metrics": 1, "scores": 1, "params": 1}
+    assert store.counts() == {"runs": 2, "events": 2, "metrics": 1, "scores": 1, "params": 1, "blobs": 0}
     (demo,) = store.runs("demo")
     assert demo.id == run and dict(demo.config) == {"seed": 3} and demo.ended_at is None
     store.end_run(run)
     assert store.runs("demo")[0].ended_at is not None
-    assert store.delete_run(run) == {"events": 1, "metrics": 1, "runs": 1}
-    assert store.counts() == {"runs": 1, "events": 1, "metrics": 0, "scores": 1, "params": 1}
+    assert store.delete_run(run) == {"events": 1, "metrics": 1, "runs": 1, "blobs": 0}
+    assert store.counts() == {"runs": 1, "events": 1, "metrics": 0, "scores": 1, "params": 1, "blobs": 0}
     with pytest.raises(StoreError, match="JSON"):
         store.set_param("alpha", math.nan)
     with pytest.raises(StoreError, match="unknown run id"):
@@ -679,9 +679,12 @@ def test_readonly_opens_a_store_on_a_read_only_filesystem(tmp_path: Path) -> Non
 
     mount = tmp_path / "ro"
     mount.mkdir()
-    if shutil.which("mount") is None or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
-    ).returncode:
+    if (
+        shutil.which("mount") is None
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root) to make a read-only filesystem")
     try:
         with Store.open(mount / "s.sqlite") as s:

@@ -476,19 +476,24 @@ class TriageManager:
         """Wait until every queued notification was delivered; ``False`` on timeout."""
         return self._dispatch.flush(timeout)
 
-    def close(self, timeout: float | None = 30.0) -> None:
-        """Flush, stop the worker and close the store if the manager opened it."""
+    def close(self, timeout: float | None = 30.0) -> int:
+        """Flush (up to ``timeout``), stop the worker, end the run, close the store if the manager opened it.
+
+        The run records how many events were dropped (queue full) and left undelivered.
+        :return: how many queued events were not delivered.
+        """
         if self._closed:
-            return
+            return self.pending
+        left = self._dispatch.close(timeout)  # deferred jobs still emit while it drains
         self._closed = True
-        self._dispatch.close(timeout)
         if self.store is not None and self.run_id is not None:
             try:
-                self.store.end_run(self.run_id)
+                self.store.end_run(self.run_id, dropped=self.dropped, undelivered=left)
             except Exception as exc:  # noqa: BLE001 - closing must not raise into the host
                 log.warning("could not mark run %s as ended: %s", self.run_id, exc)
         if self._owns_store and self.store is not None:
             self.store.close()
+        return left
 
     def __enter__(self) -> TriageManager:
         return self
@@ -586,12 +591,19 @@ def _unknown_option_message(key: str, declared: Mapping[str, Any]) -> str:
 
 def _flush_at_exit(ref: weakref.ReferenceType[TriageManager]) -> None:
     manager = ref()
-    if manager is not None and not manager._closed and not manager.flush(timeout=5.0):
+    if manager is None or manager._closed:
+        return
+    if not manager.flush(timeout=5.0):
         log.warning(
             "triage: %d queued event(s) not delivered at exit (flush timed out after 5 s; %d dropped before)",
             manager.pending,
             manager.dropped,
         )
+    if manager.store is not None and manager.run_id is not None:  # the run ends with the process
+        try:
+            manager.store.end_run(manager.run_id, dropped=manager.dropped, undelivered=manager.pending)
+        except Exception as exc:  # noqa: BLE001 - exiting must not raise
+            log.warning("could not record the end of run %s: %s", manager.run_id, exc)
 
 
 _default: TriageManager | None = None

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["SCOPES", "TABLES", "MetricRow", "RunRow", "ScoreRow"]
 
 SCOPES: tuple[str, ...] = ("chunk", "graph", "query")
-TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params")
+TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params", "blobs")
 
 # --------------------------------------------------------------------------- rows
 
@@ -98,13 +98,16 @@ class ScoreRow:
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
-    """A run: its id, kind (``"demo"``, ``"compare"``, ``"serve"`` ...), config and start/end times."""
+    """A run: its id, kind (``"demo"``, ``"compare"``, ``"serve"`` ...), config, start/end times, and
+    how many events it lost: ``dropped`` (queue full) and ``undelivered`` (still queued at close)."""
 
     id: str
     kind: str
     config: Mapping[str, Any]
     started_at: float
     ended_at: float | None
+    dropped: int = 0
+    undelivered: int = 0
 
 
 # --------------------------------------------------------------------------- helpers

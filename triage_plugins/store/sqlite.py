@@ -41,6 +41,7 @@ write is one transaction; :meth:`SQLiteStore.transaction` groups several (nested
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -146,7 +147,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX metrics_by_run ON metrics (run_id)",
         "CREATE INDEX metrics_by_scope_name ON metrics (scope, name)",
     ),
+    (  # 3: delivery counts per run; graph snapshots stored once per distinct graph
+        "ALTER TABLE runs ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN undelivered INTEGER NOT NULL DEFAULT 0",
+        """CREATE TABLE blobs (
+            hash TEXT PRIMARY KEY,
+            json TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        "ALTER TABLE events ADD COLUMN blob TEXT REFERENCES blobs(hash)",
+    ),
 )
+#: Event kinds stored once per distinct content (a graph event repeats the whole graph).
+DEDUPLICATED_KINDS: frozenset[str] = frozenset({"graph"})
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -566,31 +578,69 @@ class SQLiteStore:
             )
         return run_id
 
-    def end_run(self, run_id: str) -> None:
-        """Mark a run finished (sets ``ended_at``)."""
+    def end_run(self, run_id: str, *, dropped: int = 0, undelivered: int = 0) -> None:
+        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store."""
+        counts = []
+        for name, value in (("dropped", dropped), ("undelivered", undelivered)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise StoreError(f"{name} must be a whole number >= 0, got {value!r}")
+            counts.append(value)
         with self._tx() as db:
-            cur = db.execute("UPDATE runs SET ended_at = ? WHERE id = ?", (time.time(), run_id))
+            cur = db.execute(
+                "UPDATE runs SET ended_at = ?, dropped = ?, undelivered = ? WHERE id = ?",
+                (time.time(), *counts, run_id),
+            )
             if cur.rowcount == 0:
                 raise StoreError(f"unknown run id {run_id!r}")
 
     def runs(self, kind: str | None = None) -> list[RunRow]:
         """The runs, oldest first, optionally of one kind."""
-        sql = "SELECT id, kind, config, started_at, ended_at FROM runs"
+        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered FROM runs"
         params: tuple = ()
         if kind is not None:
             sql += " WHERE kind = ?"
             params = (kind,)
         rows = self._read(sql + " ORDER BY started_at, id", params)
-        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4]) for r in rows]
+        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6]) for r in rows]
 
     def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete a run with its events and metric rows; returns how many rows each table lost."""
+        return self._delete_runs([run_id])
+
+    def prune(self, *, older_than: float | None = None, keep_runs: int | None = None) -> dict[str, int]:
+        """Delete old runs with their events and metric rows; learned scores and parameters stay.
+
+        :param older_than: delete runs that started more than this many seconds ago.
+        :param keep_runs: keep only this many most recent runs.
+        :return: rows deleted per table (graph snapshots no remaining event refers to included).
+        """
+        if older_than is None and keep_runs is None:
+            raise StoreError("prune needs older_than or keep_runs (it never deletes everything by default)")
+        if older_than is not None and (not isinstance(older_than, int | float) or not older_than >= 0):
+            raise StoreError(f"older_than must be a number of seconds >= 0, got {older_than!r}")
+        if keep_runs is not None and (
+            isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0
+        ):
+            raise StoreError(f"keep_runs must be a whole number >= 0, got {keep_runs!r}")
+        runs = self.runs()  # oldest first
+        doomed = set()
+        if older_than is not None:
+            cutoff = time.time() - older_than
+            doomed |= {r.id for r in runs if r.started_at < cutoff}
+        if keep_runs is not None:
+            doomed |= {r.id for r in runs[: max(0, len(runs) - keep_runs)]}
+        return self._delete_runs(sorted(doomed))
+
+    def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
+        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
         with self._tx() as db:
-            out = {
-                "events": db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount,
-                "metrics": db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,)).rowcount,
-                "runs": db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount,
-            }
+            for run_id in run_ids:
+                out["events"] += db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount
+                out["metrics"] += db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,)).rowcount
+                out["runs"] += db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
+            out["blobs"] = db.execute(
+                "DELETE FROM blobs WHERE hash NOT IN (SELECT blob FROM events WHERE blob IS NOT NULL)"
+            ).rowcount
         return out
 
     # ------------------------------------------------------------------ events
@@ -603,24 +653,30 @@ class SQLiteStore:
             text = event.to_json()
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
+        blob = None
+        if event.kind in DEDUPLICATED_KINDS:
+            blob = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         return (
             run_id,
             event.kind,
             getattr(event, "framework", None),
             getattr(event, "query_id", None),
             ts,
+            "" if blob else text,
+            blob,
             text,
         )
 
     _INSERT_EVENT = (
-        "INSERT INTO events (run_id, kind, framework, query_id, ts, json) VALUES (?, ?, ?, ?, ?, ?)"
+        "INSERT INTO events (run_id, kind, framework, query_id, ts, json, blob) VALUES (?, ?, ?, ?, ?, ?, ?)"
     )
+    _INSERT_BLOB = "INSERT INTO blobs (hash, json) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING"
 
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
         with self._tx() as db:
-            return int(self._insert(db, self._INSERT_EVENT, row, run_id).lastrowid)
+            return int(self._insert_event(db, row, run_id).lastrowid)
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
         """Store many events in one transaction (all or none); returns how many were written."""
@@ -628,9 +684,15 @@ class SQLiteStore:
         count = 0
         with self._tx() as db:
             for event in events:
-                self._insert(db, self._INSERT_EVENT, self._event_row(event, run_id, now), run_id)
+                self._insert_event(db, self._event_row(event, run_id, now), run_id)
                 count += 1
         return count
+
+    def _insert_event(self, db: sqlite3.Connection, row: tuple, run_id: str | None) -> sqlite3.Cursor:
+        *columns, blob, text = row
+        if blob is not None:
+            self._insert(db, self._INSERT_BLOB, (blob, text), run_id)
+        return self._insert(db, self._INSERT_EVENT, (*columns, blob), run_id)
 
     def _insert(self, db: sqlite3.Connection, sql: str, row: tuple, run_id: str | None) -> sqlite3.Cursor:
         try:
@@ -669,15 +731,17 @@ class SQLiteStore:
             ("query_id", query_id),
         ):
             if value is not None:
-                where.append(f"{column} = ?")
+                where.append(f"e.{column} = ?")
                 params.append(value)
-        return self._iter_events(" AND ".join(["id > ?", *where]), params)
+        return self._iter_events(" AND ".join(["e.id > ?", *where]), params)
 
     def _iter_events(self, where: str, params: list[Any]) -> Iterator[Event]:
         last = 0
         while True:
             rows = self._read(
-                f"SELECT id, json FROM events WHERE {where} ORDER BY id LIMIT {_PAGE}", [last, *params]
+                "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
+                f"WHERE {where} ORDER BY e.id LIMIT {_PAGE}",
+                [last, *params],
             )
             for row_id, text in rows:
                 try:
