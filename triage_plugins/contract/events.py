@@ -759,21 +759,32 @@ def from_dict(data: Mapping[str, Any]) -> Event:
     if not isinstance(data, Mapping):
         raise EventError("Event", "event", f"expected a JSON object, got {type(data).__name__}")
     kind = data.get("event")
-    cls = EVENT_TYPES.get(kind)  # type: ignore[arg-type]
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise EventError("Event", "event", f"unknown kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
+        shown = repr(kind) if len(repr(kind)) <= 80 else repr(kind)[:77] + "..."
+        raise EventError("Event", "event", f"unknown kind {shown}; expected one of {sorted(EVENT_TYPES)}")
     try:
         return cls.from_dict(data)  # type: ignore[attr-defined]
+    except EventError:
+        raise
     except KeyError as exc:
-        raise EventError(cls.__name__, str(exc.args[0]), "is required") from None
-    except (TypeError, AttributeError) as exc:
-        raise EventError(cls.__name__, "event", f"malformed JSON object: {exc}") from None
+        raise EventError(cls.__name__, str(exc.args[0])[:80], "is required") from None
+    except RecursionError:
+        raise EventError(cls.__name__, "event", "nested too deeply") from None
+    except (TypeError, AttributeError, ValueError, OverflowError) as exc:
+        raise EventError(cls.__name__, "event", f"malformed JSON object: {str(exc)[:200]}") from None
 
 
 def from_json(text: str) -> Event:
     """Parse one JSON line into an event; malformed JSON raises :class:`EventError`."""
+    if not isinstance(text, str | bytes | bytearray):
+        raise EventError("Event", "json", f"expected a JSON text, got {type(text).__name__}")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise EventError("Event", "json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise EventError("Event", "json", "nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # e.g. an integer of more than 4,300 digits
+        raise EventError("Event", "json", f"not valid JSON ({str(exc)[:120]})") from None
     return from_dict(data)
