@@ -110,15 +110,68 @@ def test_deferred_jobs_keep_their_order_with_notifications():
 
     manager = TriageManager(entry_points=False, defaults=False, synchronous=False, schedule_delay=0.01)
     manager.register(Rec())
-    manager.defer(order.append, "job 1")
-    manager.emit_feedback(FeedbackEvent("t", "q", 1.0))
-    manager.defer(order.append, "job 2")
+    emit = manager.emit_feedback  # adapters defer the building of events; the events keep that order
+    manager.defer(emit, FeedbackEvent("t", "q1", 1.0))
+    manager.defer(order.append, "job")
+    manager.defer(emit, FeedbackEvent("t", "q2", 1.0))
     manager.defer(lambda: 1 / 0)  # counted, not raised
     assert manager.flush(timeout=5)
-    assert order == ["job 1", "event q", "job 2"]
+    assert [o for o in order if o.startswith("event")] == ["event q1", "event q2"]
+    assert "job" in order
     assert sum(n for (p, _, _), n in manager.failures.items() if p == "<deferred>") == 1
     manager.close()
     assert manager.defer(order.append, "late") is False
+
+
+class _Slow:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    @hookimpl
+    def triage_feedback(self, event):
+        self.release.wait(10)
+
+
+def test_a_slow_third_party_plugin_does_not_starve_the_defaults():
+    seen: list[str] = []
+
+    class Default:  # stands in for a default plugin: registered as the manager registers those
+        @hookimpl
+        def triage_feedback(self, event):
+            seen.append(event.query_id)
+
+    manager = TriageManager(entry_points=False, defaults=False, synchronous=False, schedule_delay=0)
+    manager.register(Default(), name="triage.default", _source=("default", None, None))
+    slow = _Slow()
+    manager.register(slow, name="slow")
+    for i in range(50):
+        manager.emit_feedback(FeedbackEvent("t", f"q{i}", 1.0))
+    assert manager._lanes["defaults"].flush(timeout=5)  # drained while the slow plugin still blocks
+    assert seen == [f"q{i}" for i in range(50)]
+    assert manager._lanes["plugins"].pending > 0
+    assert manager.flush(timeout=0.1) is False
+    slow.release.set()
+    assert manager.flush(timeout=5)
+    manager.close(timeout=5)
+
+
+def test_the_queue_is_bounded_by_weight_as_well_as_count():
+    from triage_plugins.contract.events import RetrievalEvent, Subgraph, Triple
+
+    release = threading.Event()
+    seen: list[int] = []
+    d = Dispatcher(lambda item: (release.wait(5), seen.append(item)), queue_size=1000, batch_size=1,
+                   schedule_delay=0, max_weight=1000)  # fmt: skip
+    big = RetrievalEvent(
+        "t", "q", "x", subgraph=Subgraph(tuple(Triple.of(f"a{i}", "r", "b") for i in range(300)))
+    )
+    from triage_plugins.runtime.dispatch import event_weight
+
+    assert event_weight(big) > 300
+    accepted = [d.submit(i, event_weight(big)) for i in range(10)]
+    assert accepted.count(True) <= 4 and d.dropped >= 6  # ~1,000 triples queued at most, not 3,000
+    release.set()
+    d.close(timeout=5)
 
 
 def test_events_left_at_exit_are_named_in_one_warning(tmp_path):

@@ -22,11 +22,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "event_weight"]
 
 log = logging.getLogger("triage.dispatch")
 
 _STOP = object()
+
+
+def event_weight(event: Any) -> int:
+    """A cheap size estimate of a queued event: 1 plus its triples, chunks and mentions.
+
+    Bounds the queue's memory, not only its length (a 200-triple retrieval weighs ~200 tiny feedbacks).
+    """
+    weight = 1
+    subgraph = getattr(event, "subgraph", None)
+    if subgraph is not None:
+        weight += len(subgraph.triples)
+    graph = getattr(event, "graph", None)
+    if graph is not None:
+        weight += len(graph.triples)
+    for name in ("triples", "chunks", "paths", "mentions"):
+        value = getattr(event, name, None)
+        if isinstance(value, tuple):
+            weight += len(value)
+    return weight
 
 
 class Dispatcher:
@@ -36,6 +55,7 @@ class Dispatcher:
     :param queue_size: most items waiting; beyond it items are dropped and counted.
     :param batch_size: most items run per wake-up.
     :param schedule_delay: seconds to wait after the first item for more (``0``: at once).
+    :param max_weight: most total weight queued (see :func:`event_weight`); beyond it items are dropped.
     :param name: the worker thread's name.
     """
 
@@ -46,6 +66,7 @@ class Dispatcher:
         queue_size: int,
         batch_size: int,
         schedule_delay: float,
+        max_weight: int = 2_000_000,
         name: str = "triage-worker",
     ) -> None:
         self._run_item = run_item
@@ -58,6 +79,8 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._max_weight = max_weight
+        self._weight = 0  # total weight queued
         self.dropped = 0
         self.escaped = 0  # items whose run raised past run_item (counted, worker kept alive)
         self.restarts = 0
@@ -75,21 +98,28 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ submit
 
-    def submit(self, item: Any) -> bool:
+    def submit(self, item: Any, weight: int = 1) -> bool:
         """Queue ``item``; ``False`` (and counted in :attr:`dropped`) when the queue is full or closed."""
         if self._closed:
             return False
         self._ensure_worker()
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            with self._lock:
-                self.dropped += 1
-                dropped = self.dropped
-            if dropped == 1 or dropped % 1000 == 0:
-                log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
-            return False
-        return True
+        with self._lock:
+            heavy = self._weight + weight > self._max_weight and self._weight > 0
+            if not heavy:
+                self._weight += weight
+        if not heavy:
+            try:
+                self._queue.put_nowait((item, weight))
+                return True
+            except queue.Full:
+                with self._lock:
+                    self._weight -= weight
+        with self._lock:
+            self.dropped += 1
+            dropped = self.dropped
+        if dropped == 1 or dropped % 1000 == 0:
+            log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
+        return False
 
     def _ensure_worker(self) -> None:
         thread = self._thread
@@ -127,13 +157,17 @@ class Dispatcher:
             if stop:
                 return
 
-    def _run(self, item: Any) -> None:
+    def _run(self, queued: tuple[Any, int]) -> None:
+        item, weight = queued
         try:
             self._run_item(item)
         except BaseException as exc:  # noqa: BLE001 - the worker must outlive anything it runs
             with self._lock:
                 self.escaped += 1
             log.error("triage worker: %s escaped while delivering; item skipped", type(exc).__name__)
+        finally:
+            with self._lock:
+                self._weight -= weight
         time.sleep(0)  # hand the GIL back between items, so the host's thread never waits long
 
     # ------------------------------------------------------------------ flush and close

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import atexit
 import difflib
+import functools
 import importlib
 import logging
 import math
 import os
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -51,7 +53,7 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
 )
 from triage_plugins.runtime.answers import InvalidAnswer
-from triage_plugins.runtime.dispatch import Dispatcher
+from triage_plugins.runtime.dispatch import Dispatcher, event_weight
 from triage_plugins.runtime.isolation import (
     ANSWER_CHECKS,
     DEFAULT_HOOK_BUDGET,
@@ -80,6 +82,8 @@ _NOTIFICATIONS: dict[str, type[Event]] = {
     "triage_feedback": FeedbackEvent,
 }
 _JOB = object()  # marks a deferred job among the queued notifications
+DEFAULT_LANE, OTHER_LANE = "defaults", "plugins"
+LANES = (DEFAULT_LANE, OTHER_LANE)
 
 
 def _env_list(name: str) -> list[str]:
@@ -132,6 +136,8 @@ class TriageManager:
     :param batch_size: most events the worker delivers per wake-up.
     :param schedule_delay: seconds the worker waits after the first queued event for more to
         arrive before delivering (``flush()`` cuts the wait short); ``0`` delivers at once.
+    :param max_queued_weight: bound of the queued events' total size, counted in triples, chunks and
+        mentions (a 200-triple retrieval weighs ~200): the queue's memory stays bounded, not only its count.
     :param hook_budget: seconds one plugin may take to answer ``triage_gate`` or ``triage_rerank``
         (default ``TRIAGE_HOOK_BUDGET`` or 0.25; ``0`` switches the budget off). An answer over budget
         is discarded (the next plugin answers) and counted, and the plugin is skipped for
@@ -150,6 +156,7 @@ class TriageManager:
         queue_size: int = 10_000,
         batch_size: int = 256,
         schedule_delay: float = 0.05,
+        max_queued_weight: int = 2_000_000,
         hook_budget: float | None = None,
         hook_cooldown: float = 30.0,
     ) -> None:
@@ -168,9 +175,21 @@ class TriageManager:
         self._reported: set[tuple[str, str, str]] = set()
         self._sources: dict[str, tuple[str, str | None, str | None]] = {}
         self._lock = threading.Lock()
-        self._dispatch = Dispatcher(
-            self._run_item, queue_size=queue_size, batch_size=batch_size, schedule_delay=schedule_delay
-        )
+        # Two delivery lanes, each its own bounded queue and worker: the default plugins, and every
+        # other plugin, so a slow third-party plugin cannot starve the defaults. Events enter the
+        # default lane and are handed on to the other (see _run_item), so both see them in order.
+        self._lanes = {
+            lane: Dispatcher(
+                functools.partial(self._run_item, lane),
+                queue_size=queue_size,
+                batch_size=batch_size,
+                schedule_delay=schedule_delay,
+                max_weight=max_queued_weight,
+                name=f"triage-{lane}",
+            )
+            for lane in LANES
+        }
+        self._callers: dict[tuple[str, str], Any] = {}  # (lane, hook) -> hook caller of that lane's plugins
         self._closed = False
 
         budget = hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
@@ -261,6 +280,7 @@ class TriageManager:
             self._pm.unregister(plugin)
             raise ConfigError(_unknown_hooks_message(registered, unknown, self.hook_names()))
         self._sources[registered] = _source or ("registered", None, None)
+        self._callers.clear()  # lanes are recomputed with the new plugin
         return registered
 
     def _unknown_hooks(self, plugin: object) -> list[str]:
@@ -317,6 +337,7 @@ class TriageManager:
             name = self._pm.get_name(plugin)
         self._pm.unregister(plugin)
         self._sources.pop(name or "", None)
+        self._callers.clear()
 
     def get_plugin(self, name: str) -> Any:
         return self._pm.get_plugin(name)
@@ -422,10 +443,10 @@ class TriageManager:
         if self._closed:
             log.warning("%s after close(); event ignored", hook_name)
             return
-        if self.synchronous or self._dispatch.on_worker():
-            self._deliver(hook_name, event)
-            return
-        self._dispatch.submit((hook_name, event))
+        if self.synchronous or self._lanes[DEFAULT_LANE].on_worker():
+            self._run_item(DEFAULT_LANE, (hook_name, event))
+        else:
+            self._lanes[DEFAULT_LANE].submit((hook_name, event), event_weight(event))
 
     def defer(self, fn: Callable[..., object], *args: object) -> bool:
         """Run ``fn(*args)`` on the delivery worker, in order with the queued notifications.
@@ -438,12 +459,13 @@ class TriageManager:
         if self._closed:
             log.warning("defer() after close(); %s ignored", getattr(fn, "__qualname__", fn))
             return False
-        if self.synchronous or self._dispatch.on_worker():
-            self._run_item((_JOB, fn, args))
+        lane = self._lanes[DEFAULT_LANE]  # jobs ride with the default plugins' events
+        if self.synchronous or lane.on_worker():
+            self._run_item(DEFAULT_LANE, (_JOB, fn, args))
             return True
-        return self._dispatch.submit((_JOB, fn, args))
+        return lane.submit((_JOB, fn, args))
 
-    def _run_item(self, item: tuple) -> None:
+    def _run_item(self, lane: str, item: tuple) -> None:
         if item[0] is _JOB:
             _, fn, args = item
             try:
@@ -451,30 +473,62 @@ class TriageManager:
             except Exception as exc:  # noqa: BLE001 - deferred adapter work never reaches the host
                 self._on_plugin_error("<deferred>", getattr(fn, "__qualname__", repr(fn)), exc)
             return
-        self._deliver(*item)
+        hook_name, event = item
+        caller = self._caller(lane, hook_name)
+        if caller.get_hookimpls():
+            self._deliver(caller, hook_name, event)
+        if lane != DEFAULT_LANE:
+            return
+        # Every event passes the default lane first (so it keeps its order with deferred jobs), then
+        # is handed on: a slow plugin outside the defaults holds up only its own lane.
+        others = self._caller(OTHER_LANE, hook_name)
+        if not others.get_hookimpls():
+            return
+        if self.synchronous:
+            self._deliver(others, hook_name, event)
+        else:
+            self._lanes[OTHER_LANE].submit(item, event_weight(event))
+
+    def _caller(self, lane: str, hook_name: str) -> Any:
+        """The hook caller that reaches only ``lane``'s plugins (cached until plugins change)."""
+        key = (lane, hook_name)
+        caller = self._callers.get(key)
+        if caller is None:
+            others = [
+                p for n, p in self._pm.list_name_plugin() if p is not None and self._lane_of(n) != lane
+            ]
+            caller = self._callers[key] = self._pm.subset_hook_caller(hook_name, remove_plugins=others)
+        return caller
+
+    def _lane_of(self, name: str) -> str:
+        return DEFAULT_LANE if self._sources.get(name, ("",))[0] == "default" else OTHER_LANE
 
     @property
     def dropped(self) -> int:
-        """Notifications dropped because the queue was full (the host is never blocked)."""
-        return self._dispatch.dropped
+        """Notifications dropped because a queue was full (the host is never blocked)."""
+        return sum(d.dropped for d in self._lanes.values())
 
     @property
     def pending(self) -> int:
         """Notifications and deferred jobs queued and not yet delivered."""
-        return self._dispatch.pending
+        return sum(d.pending for d in self._lanes.values())
 
-    def _deliver(self, hook_name: str, event: Event) -> None:
-        caller = getattr(self._pm.hook, hook_name)
-        arg = "request" if hook_name == "triage_rerank" else "event"
+    def _deliver(self, caller: Any, hook_name: str, event: Event) -> None:
         try:
-            caller(**{arg: event})
+            caller(event=event)
         except Exception as exc:  # noqa: BLE001 - only hook wrappers can get here
             self._on_plugin_error("<wrapper>", hook_name, exc)
-        self.delivered += 1
+        with self._lock:
+            self.delivered += 1
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued notification was delivered; ``False`` on timeout."""
-        return self._dispatch.flush(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        done = True
+        for dispatch in self._lanes.values():
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done = dispatch.flush(remaining) and done
+        return done
 
     def close(self, timeout: float | None = 30.0) -> int:
         """Flush (up to ``timeout``), stop the worker, end the run, close the store if the manager opened it.
@@ -484,7 +538,9 @@ class TriageManager:
         """
         if self._closed:
             return self.pending
-        left = self._dispatch.close(timeout)  # deferred jobs still emit while it drains
+        # The default lane last: its deferred jobs may still emit into the other lane while it drains.
+        self._lanes[DEFAULT_LANE].flush(timeout)
+        left = self._lanes[OTHER_LANE].close(timeout) + self._lanes[DEFAULT_LANE].close(timeout)
         self._closed = True
         if self.store is not None and self.run_id is not None:
             try:
