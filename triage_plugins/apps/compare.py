@@ -50,6 +50,7 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
 )
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
 
 if TYPE_CHECKING:
@@ -87,10 +88,11 @@ __all__ = [
 
 log = logging.getLogger("triage.compare")
 
-IMPLEMENTATION_METRICS: tuple[str, ...] = ("TCS", "SCR", "EC", "CSC", "EAR", "CSR_link")
-VALIDATION_METRICS: tuple[str, ...] = ("DNR", "SRR", "OC", "LC", "SC")
-USAGE_METRICS: tuple[str, ...] = ("QGR", "ERC", "ERP", "RRS", "ARF", "AGR", "AUR", "RPC")
-GOLD_METRICS: tuple[str, ...] = ("CC", "Hits@1", "F1")
+# The built-in compare columns (a row's are those of the registry it was scored with, plugins' included).
+IMPLEMENTATION_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("implementation")
+VALIDATION_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("validation")
+USAGE_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("usage")
+GOLD_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("gold")
 DEFAULT_FRAMEWORKS: tuple[str, ...] = ("reference", "lightrag", "graphrag", "llamaindex")
 
 Status = Literal["ok", "failed", "unavailable"]
@@ -610,21 +612,22 @@ def aggregate_events(
     )
     phases = base.phases
     graph_metrics = {**phases["implementation"].metrics, **phases["validation"].metrics}
-    row.implementation = {k: graph_metrics[k] for k in IMPLEMENTATION_METRICS if k in graph_metrics}
-    row.validation = {k: graph_metrics[k] for k in VALIDATION_METRICS if k in graph_metrics}
+    columns = base.registry.columns
+    row.implementation = {k: graph_metrics[k] for k in columns("implementation") if k in graph_metrics}
+    row.validation = {k: graph_metrics[k] for k in columns("validation") if k in graph_metrics}
     for phase in phases.values():
         if phase.skipped:
             row.notes.append(f"{phase.name}: {phase.skipped}")
     queries = base.queries
     row.queries = len(queries)
-    row.usage = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in USAGE_METRICS}
+    row.usage = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("usage")}
     row.distributions = {
         m: [float(q.metrics[m].value) for q in queries if m in q.metrics and q.metrics[m].value is not None]
-        for m in USAGE_METRICS
+        for m in columns("usage")
     }
     has_gold = any(isinstance(e, RetrievalEvent) and e.gold is not None for e in by_round.get(0, []))
     if has_gold:
-        row.gold = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in GOLD_METRICS}
+        row.gold = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("gold")}
     row.rhd = {("inf" if k == math.inf else str(int(k))): v for k, v in base.rhd.items()}
     row.signatures = dict(base.signatures)
     gen_seconds = {

@@ -50,9 +50,9 @@ from triage_plugins.diagnosis.calibration import (
     youden_threshold,
 )
 from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES, Diagnosis, diagnose
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
 from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.metrics.usage import (
-    METRICS,
     aggregate_usage,
     gold_answers_hit,
     hard_gold_answers,
@@ -82,7 +82,7 @@ __all__ = [
 
 log = logging.getLogger("triage.scoring")
 
-CHAIN_COLUMNS = ("QGR", "ERC", "RRS", "ARF", "AGR")
+CHAIN_COLUMNS: tuple[str, ...] = tuple(spec.symbol for spec in BUILTIN_METRICS.chain)
 
 
 def _result_dict(result: MetricResult) -> dict[str, Any]:
@@ -184,6 +184,7 @@ class ScoreReport:
     signatures: dict[str, int]
     counts: dict[str, int]
     notes: list[str] = field(default_factory=list)
+    registry: MetricRegistry = field(default=BUILTIN_METRICS, repr=False)
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per query (for :func:`calibrate_rows` and CSV export)."""
@@ -229,11 +230,34 @@ def _as_metric_dict(result: Any) -> dict[str, MetricResult]:
     return {r.name: r for r in result if isinstance(r, MetricResult)}
 
 
+def _accepted(fn: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments ``fn`` accepts, without the ``None`` ones."""
+    accepted = inspect.signature(fn).parameters
+    return {k: v for k, v in kwargs.items() if k in accepted and v is not None}
+
+
 def _call_phase(fn: Any, *args: Any, **kwargs: Any) -> dict[str, MetricResult]:
     """Call a phase function with the keyword arguments it accepts."""
-    accepted = inspect.signature(fn).parameters
-    use = {k: v for k, v in kwargs.items() if k in accepted and v is not None}
-    return _as_metric_dict(fn(*args, **use))
+    return _as_metric_dict(fn(*args, **_accepted(fn, kwargs)))
+
+
+def _plugin_metrics(
+    registry: MetricRegistry, phase: str, stage: str, *args: Any, **kwargs: Any
+) -> dict[str, MetricResult]:
+    """A phase's metrics that plugins registered, each called like the phase function (with the
+    keyword arguments it accepts); one that raises or returns no result is N/A with the reason."""
+    out: dict[str, MetricResult] = {}
+    for spec in registry.select(phase=phase, stage=stage):  # type: ignore[arg-type]
+        if spec.symbol in BUILTIN_METRICS:
+            continue
+        try:
+            result = spec.function(*args, **_accepted(spec.function, kwargs))
+        except Exception as exc:  # noqa: BLE001 - a plugin's metric must not lose the phase
+            result = na(spec.symbol, f"{spec.symbol} raised {type(exc).__name__}: {exc}", cause="error")
+        if not isinstance(result, MetricResult):
+            result = na(spec.symbol, f"{spec.symbol} returned {type(result).__name__}, not a MetricResult")
+        out[spec.symbol] = result
+    return out
 
 
 def _implementation(
@@ -241,6 +265,7 @@ def _implementation(
     ontology: Ontology | None,
     graph: GraphView | None,
     aliases: Mapping[str, str | None],
+    registry: MetricRegistry = BUILTIN_METRICS,
 ) -> PhaseReport:
     phase = PhaseReport("implementation")
     if not extractions:
@@ -251,18 +276,22 @@ def _implementation(
     except ImportError as exc:
         phase.skipped = f"extraction metrics unavailable ({exc})"
         return phase
+    options = {"ontology": ontology, "graph": graph, "aliases": dict(aliases) or None}
     try:
-        phase.metrics = _call_phase(
-            implementation_metrics, extractions, ontology=ontology, graph=graph, aliases=dict(aliases) or None
-        )
+        phase.metrics = _call_phase(implementation_metrics, extractions, **options)
     except Exception as exc:  # noqa: BLE001 - one phase failing must not lose the others
         log.exception("implementation metrics failed")
         phase.skipped = f"implementation metrics failed: {exc}"
+        return phase
+    phase.metrics.update(_plugin_metrics(registry, "implementation", "extraction", extractions, **options))
     return phase
 
 
 def _validation(
-    graph: GraphView | None, ontology: Ontology | None, reference: GraphView | None
+    graph: GraphView | None,
+    ontology: Ontology | None,
+    reference: GraphView | None,
+    registry: MetricRegistry = BUILTIN_METRICS,
 ) -> PhaseReport:
     phase = PhaseReport("validation")
     if graph is None:
@@ -278,6 +307,10 @@ def _validation(
     except Exception as exc:  # noqa: BLE001
         log.exception("validation metrics failed")
         phase.skipped = f"validation metrics failed: {exc}"
+        return phase
+    phase.metrics.update(
+        _plugin_metrics(registry, "validation", "graph", graph, ontology=ontology, reference=reference)
+    )
     return phase
 
 
@@ -299,75 +332,81 @@ def _hard_hits(
     return hits, 1.0 if gold_answers_hit(hard, answer, grounder=grounder) else 0.0
 
 
-def score_events(
-    events: Iterable[Event],
-    *,
-    ontology: Ontology | None = None,
-    reference: GraphView | None = None,
-    thresholds: Mapping[str, float] | None = None,
-) -> ScoreReport:
-    """Score a trace of events from any pipeline (DESIGN §6).
+@dataclass
+class _Trace:
+    """A trace's events sorted by kind: what :func:`score_events` scores."""
 
-    :param events: events in any order; the last graph event is the graph scored and grounded against.
-    :param ontology: the schema for SC/CVR/LC/OC; defaults to the graph event's ontology.
-    :param reference: a reference graph for COR/CMP (gold KG), when there is one.
-    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
-    """
-    notes: list[str] = []
-    extractions: list[ExtractionEvent] = []
+    extractions: list[ExtractionEvent] = field(default_factory=list)
     graph_event: GraphEvent | None = None
-    retrievals: dict[tuple[str, str], RetrievalEvent] = {}
-    answers: dict[tuple[str, str], GenerationEvent] = {}
-    closed: dict[tuple[str, str], GenerationEvent] = {}
-    counts: Counter[str] = Counter()
+    retrievals: dict[tuple[str, str], RetrievalEvent] = field(default_factory=dict)
+    answers: dict[tuple[str, str], GenerationEvent] = field(default_factory=dict)
+    closed: dict[tuple[str, str], GenerationEvent] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def graph(self) -> GraphView | None:
+        return self.graph_event.graph if self.graph_event is not None else None
+
+    @property
+    def aliases(self) -> Mapping[str, str | None]:
+        return self.graph_event.aliases if self.graph_event is not None else {}
+
+
+def _read_trace(events: Iterable[Event]) -> _Trace:
+    """Sort events by kind; retrievals and generations are keyed by ``(framework, query_id)``."""
+    trace = _Trace()
     for event in events:
-        counts[event.kind] += 1
+        trace.counts[event.kind] += 1
         if isinstance(event, ExtractionEvent):
-            extractions.append(event)
+            trace.extractions.append(event)
         elif isinstance(event, GraphEvent):
-            graph_event = event
+            trace.graph_event = event
         elif isinstance(event, RetrievalEvent):
             key = (event.framework, event.query_id)
-            if key in retrievals:
-                notes.append(
+            if key in trace.retrievals:
+                trace.notes.append(
                     f"query {event.query_id!r} ({event.framework}) retrieved twice: the last retrieval is scored"
                 )
-            retrievals[key] = event
+            trace.retrievals[key] = event
         elif isinstance(event, GenerationEvent):
-            (closed if event.context == "none" else answers)[(event.framework, event.query_id)] = event
+            bucket = trace.closed if event.context == "none" else trace.answers
+            bucket[(event.framework, event.query_id)] = event
+    if trace.counts["graph"] > 1:
+        trace.notes.append(f"{trace.counts['graph']} graph events: the last one is scored")
+    return trace
 
-    graph = graph_event.graph if graph_event is not None else None
-    aliases = graph_event.aliases if graph_event is not None else {}
-    if ontology is None and graph_event is not None:
-        ontology = graph_event.ontology
-    if counts["graph"] > 1:
-        notes.append(f"{counts['graph']} graph events: the last one is scored")
 
-    phases = {
-        "implementation": _implementation(extractions, ontology, graph, aliases),
-        "validation": _validation(graph, ontology, reference),
-    }
-
-    grounder = None
-    if graph is not None and retrievals:
+def _default_grounder(trace: _Trace) -> Any:
+    """The default grounder over the trace's graph, to derive missing mentions (``None`` without one)."""
+    graph = trace.graph
+    if graph is not None and trace.retrievals:
         try:
             from triage_plugins.kg.grounding import Grounder
 
-            grounder = Grounder(graph, dict(aliases))
+            return Grounder(graph, dict(trace.aliases))
         except ImportError as exc:  # pragma: no cover - ships with the core
-            notes.append(f"no default grounder ({exc}): missing mentions stay N/A")
-    elif retrievals:
-        notes.append("no graph event: mentions and groundings missing from events cannot be derived")
+            trace.notes.append(f"no default grounder ({exc}): missing mentions stay N/A")
+    elif trace.retrievals:
+        trace.notes.append("no graph event: mentions and groundings missing from events cannot be derived")
+    return None
 
+
+def _score_queries(
+    trace: _Trace, grounder: Any, thresholds: Mapping[str, float] | None, registry: MetricRegistry
+) -> tuple[list[QueryScore], MetricResult | None]:
+    """Each retrieval's usage metrics and chain diagnosis, and HHR over the queries."""
     queries: list[QueryScore] = []
     hits_any: list[float | None] = []
     hits_hard: list[float | None] = []
-    for key, retrieval in retrievals.items():
-        answer = answers.get(key)
-        metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed.get(key))
-        diagnosis = diagnose(metrics, thresholds)
+    for key, retrieval in trace.retrievals.items():
+        answer = trace.answers.get(key)
+        metrics = usage_metrics(
+            retrieval, answer, grounder=grounder, closed_book=trace.closed.get(key), metrics=registry
+        )
+        diagnosis: Diagnosis | None = diagnose(metrics, thresholds)
         undetermined = None
-        if not diagnosis.defined:
+        if not diagnosis.defined:  # type: ignore[union-attr]
             undetermined = metrics["QGR"].reason or "no chain link could be evaluated"
             diagnosis = None
         queries.append(
@@ -382,25 +421,58 @@ def score_events(
                 answer is not None,
             )
         )
-        a, h = _hard_hits(retrieval, answer, metrics, graph, grounder)
+        a, h = _hard_hits(retrieval, answer, metrics, trace.graph, grounder)
         hits_any.append(a)
         hits_hard.append(h)
-    orphans = [k for k in (*answers, *closed) if k not in retrievals]
+    if not queries:
+        return queries, None
+    if trace.graph is None and any(q.metrics["Hits@1"].value is not None for q in queries):
+        return queries, na("HHR", "needs the graph (a graph event) to tell hard gold answers")
+    return queries, hard_hits_rate(hits_any, hits_hard)
+
+
+def score_events(
+    events: Iterable[Event],
+    *,
+    ontology: Ontology | None = None,
+    reference: GraphView | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    metrics: MetricRegistry | None = None,
+) -> ScoreReport:
+    """Score a trace of events from any pipeline (DESIGN §6).
+
+    :param events: events in any order; the last graph event is the graph scored and grounded against.
+    :param ontology: the schema for SC/CVR/LC/OC; defaults to the graph event's ontology.
+    :param reference: a reference graph for COR/CMP (gold KG), when there is one.
+    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
+    :param metrics: the metrics to compute (default :func:`~triage_plugins.metrics.registry.metric_registry`:
+        the built-ins and the metrics of the ``triage`` entry-point plugins).
+    """
+    registry = metric_registry() if metrics is None else metrics
+    trace = _read_trace(events)
+    graph = trace.graph
+    if ontology is None and trace.graph_event is not None:
+        ontology = trace.graph_event.ontology
+    phases = {
+        "implementation": _implementation(trace.extractions, ontology, graph, trace.aliases, registry),
+        "validation": _validation(graph, ontology, reference, registry),
+    }
+    grounder = _default_grounder(trace)
+    queries, hhr = _score_queries(trace, grounder, thresholds, registry)
+    orphans = [k for k in (*trace.answers, *trace.closed) if k not in trace.retrievals]
     if orphans:
-        notes.append(f"{len(orphans)} generation event(s) without a retrieval event were not scored")
+        trace.notes.append(f"{len(orphans)} generation event(s) without a retrieval event were not scored")
 
     aggregate = aggregate_usage(q.metrics for q in queries)
-    if queries:
-        aggregate["HHR"] = hard_hits_rate(hits_any, hits_hard)
-        if graph is None and any(q.metrics["Hits@1"].value is not None for q in queries):
-            aggregate["HHR"] = na("HHR", "needs the graph (a graph event) to tell hard gold answers")
+    if hhr is not None:
+        aggregate["HHR"] = hhr
     rhd = rhd_distribution(q.metrics["RHD"] for q in queries)
     signatures = Counter(q.signature for q in queries if q.signature is not None)
     undetermined = sum(1 for q in queries if q.signature is None)
     ordered = {s: signatures[s] for s in SIGNATURES if signatures[s]}
     if undetermined:
         ordered["undetermined"] = undetermined
-    return ScoreReport(phases, queries, aggregate, rhd, ordered, dict(counts), notes)
+    return ScoreReport(phases, queries, aggregate, rhd, ordered, dict(trace.counts), trace.notes, registry)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -420,6 +492,12 @@ def _short(result: MetricResult | None) -> str:
     if result.name == "RHD" and result.details.get("hops") == "inf":
         return "∞"
     return "N/A" if result.value is None else f"{result.value:.2f}"
+
+
+def _usage_order(report: ScoreReport) -> list[str]:
+    """The aggregate's metrics in registry order (a name the registry does not know comes last)."""
+    known = report.registry.symbols(phase="usage")
+    return [*known, *(n for n in report.aggregate if n not in report.registry)]
 
 
 def render_score_report(report: ScoreReport, console: Console, *, max_queries: int = 50) -> None:
@@ -449,7 +527,7 @@ def render_score_report(report: ScoreReport, console: Console, *, max_queries: i
         table.add_column("mean / rate")
         table.add_column("queries", justify="right")
         table.add_column("N/A", justify="right")
-        for name in (*METRICS, "RFR", "HHR"):
+        for name in _usage_order(report):
             result = report.aggregate.get(name)
             if result is None:
                 continue

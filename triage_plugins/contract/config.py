@@ -1,7 +1,9 @@
 """Session configuration shared by the default plugins (thresholds, reweighting switch).
 
 Defaults follow DESIGN §4: chain thresholds QGR 0.5, ERC 0.67 (TRIAGE's Youden point), RRS 0.5,
-ARF 0.5, AGR 0.5. Reweighting is off unless the user turns it on.
+ARF 0.5, AGR 0.5, declared with the chain links in :mod:`triage_plugins.metrics.registry` and read
+here as :data:`DEFAULT_THRESHOLDS` (a fresh dict each time). Reweighting is off unless the user turns
+it on.
 """
 
 from __future__ import annotations
@@ -11,9 +13,22 @@ from typing import Any, Literal
 
 from triage_plugins.contract.errors import ConfigError
 
-__all__ = ["DEFAULT_THRESHOLDS", "TriageConfig"]
+__all__ = ["DEFAULT_THRESHOLDS", "TriageConfig", "default_thresholds"]
 
-DEFAULT_THRESHOLDS: dict[str, float] = {"QGR": 0.5, "ERC": 0.67, "RRS": 0.5, "ARF": 0.5, "AGR": 0.5}
+DEFAULT_THRESHOLDS: dict[str, float]  # θ per chain link, from the metric registry (__getattr__ below)
+
+
+def default_thresholds() -> dict[str, float]:
+    """The default θ of each chain link, from its :class:`~triage_plugins.metrics.registry.MetricSpec`."""
+    from triage_plugins.metrics.registry import BUILTIN_METRICS  # late: keeps the contract light
+
+    return BUILTIN_METRICS.thresholds()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DEFAULT_THRESHOLDS":
+        return default_thresholds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -27,7 +42,7 @@ class TriageConfig:
     :param options: plugin-specific settings, keyed ``"<plugin>.<name>"``.
     """
 
-    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    thresholds: dict[str, float] = field(default_factory=default_thresholds)
     reweight: bool = False
     unit: Literal["triple", "chunk"] = "triple"
     gate: bool = True

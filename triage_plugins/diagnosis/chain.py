@@ -51,6 +51,7 @@ from typing import Literal
 
 from triage_plugins.contract.config import DEFAULT_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError
+from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
 
 __all__ = [
@@ -86,14 +87,12 @@ class ChainLink:
     pre_generation: bool
 
 
-CHAIN: tuple[ChainLink, ...] = (
-    ChainLink("QGR", "out_of_scope", "entities not grounded in the KG", True),
-    ChainLink("ERC", "retrieval_gap", "in the KG, not retrieved", True),
-    ChainLink("RRS", "connectivity_gap", "retrieved, not connected", True),
-    ChainLink("ARF", "relational_gap", "connected, relation not stated", False),
-    ChainLink("AGR", "generation_gap", "answer not grounded in the retrieved evidence", False),
+CHAIN: tuple[ChainLink, ...] = tuple(
+    ChainLink(spec.symbol, spec.link.signature, spec.link.meaning, spec.stage == "retrieval")  # type: ignore[union-attr]
+    for spec in BUILTIN_METRICS.chain
 )
-"""The links in order (TRIAGE Fig. 5); the first three are computable before the reader runs."""
+"""The links in order (TRIAGE Fig. 5), read from the metric registry's chain specs; the first three
+are computable before the reader runs."""
 
 SIGNATURES: tuple[str, ...] = (*(link.signature for link in CHAIN), "supported")
 

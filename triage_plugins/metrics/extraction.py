@@ -34,6 +34,7 @@ from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import ExtractedTriple, ExtractionEvent, Triple
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.ontology import Ontology
+from triage_plugins.metrics._views import metrics_view
 from triage_plugins.metrics.result import MetricResult, na, ok
 
 __all__ = [
@@ -722,21 +723,7 @@ def implementation_metrics(
     return out
 
 
-METRICS: dict[str, Callable[..., MetricResult]] = {
-    "TCS": triple_confidence_score,
-    "SCR": source_coverage_ratio,
-    "EC": extraction_consistency,
-    "EC_soft": semantic_extraction_consistency,
-    "CSC": cross_source_corroboration,
-    "SC": schema_compliance_rate,
-    "CVR": constraint_violation_rate,
-    "CSR_link": canonicalization_success_rate,
-    "EAR": evidence_attribution_rate,
-    "TRIAGE-TI": trustworthiness_index,
-    "cos": embedding_similarity,
-    "Score": component_score,
-    "Soft-F1": soft_f1,
-    "EntRatio": entailment_ratio,
-    "TFI": triple_fidelity_index,
-}
-"""Symbol -> metric function of the KG Implementation phase (TRIAGE Table 2)."""
+METRICS: dict[str, Callable[..., MetricResult]]
+"""Symbol -> function of each metric of this module, a view of the registry (TRIAGE Table 2)."""
+
+__getattr__ = metrics_view(__name__, phase="implementation", stage="extraction")

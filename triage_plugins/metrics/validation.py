@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from triage_plugins.contract.errors import ConfigError, OntologyError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.ontology import Ontology
+from triage_plugins.metrics._views import metrics_view
 from triage_plugins.metrics.extraction import Embedder, unit_embeddings
 from triage_plugins.metrics.result import MetricResult, na, ok
 
@@ -224,6 +226,117 @@ def _pair_similarity(
     return sims
 
 
+@dataclass(frozen=True, slots=True)
+class _SrrInput:
+    """A graph's triples as the integer codes SRR blocks and compares on."""
+
+    m: int
+    node_labels: list[str]
+    node_key: np.ndarray  # normalized label code per node
+    subj: np.ndarray
+    obj: np.ndarray
+    s_key: np.ndarray  # normalized subject label code per triple
+    p_code: np.ndarray  # predicate code per triple
+    p_names: list[str]
+    p_norm: np.ndarray  # normalized predicate code per predicate code
+    subject_block_pairs: int
+
+    @classmethod
+    def of(cls, graph: GraphView) -> _SrrInput:
+        node_labels = [graph.label(x) for x in graph.nodes]
+        node_key, _ = _factorize(normalize_label(x) for x in node_labels)
+        subj, obj = graph.subject_index, graph.object_index
+        s_key = node_key[subj]
+        p_code, p_names = _factorize(t.predicate for t in graph.triples)
+        p_norm, _ = _factorize(normalize_label(p) for p in p_names)
+        _, s_sizes = np.unique(s_key, return_counts=True)
+        pairs = int((s_sizes * (s_sizes - 1) // 2).sum())
+        return cls(len(graph), node_labels, node_key, subj, obj, s_key, p_code, p_names, p_norm, pairs)
+
+
+def _srr_exact(g: _SrrInput, delta: float) -> MetricResult:
+    """Exact similarity: redundant iff normalized (s, p, o) coincide, so group instead of pairing."""
+    blocks = _combine(g.s_key, g.p_norm[g.p_code])
+    b_sizes = np.bincount(blocks)
+    candidate_pairs = int((b_sizes * (b_sizes - 1) // 2).sum())
+    redundant = g.m - len(np.unique(_combine(blocks, g.node_key[g.obj])))
+    return ok(
+        "SRR",
+        redundant / g.m,
+        n=g.m,
+        redundant=redundant,
+        candidate_pairs=candidate_pairs,
+        subject_block_pairs=g.subject_block_pairs,
+        similarity="normalized label equality",
+        delta=delta,
+    )
+
+
+def _predicate_groups(p_vecs: np.ndarray, cut: float) -> tuple[np.ndarray | None, np.ndarray]:
+    """(predicate similarity matrix or ``None`` when too many, group of each predicate): the
+    components of the predicate-similarity ≥ δ graph, lossless sub-blocks."""
+    n = len(p_vecs)
+    if n > _MAX_PREDICATE_MATRIX:
+        return None, np.zeros(n, dtype=np.int64)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    p_sim = p_vecs @ p_vecs.T
+    np.fill_diagonal(p_sim, 1.0)
+    _, p_group_of = connected_components(csr_matrix(p_sim >= cut), directed=False)
+    return p_sim, p_group_of
+
+
+def _node_vectors(g: _SrrInput, embedder: Embedder, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(row of each node in the vectors, unit vectors of the nodes in a block of ≥ 2, pairs per chunk)."""
+    paired = np.bincount(blocks)[blocks] >= 2
+    needed = np.unique(np.concatenate([g.subj[paired], g.obj[paired]]))
+    row = np.full(len(g.node_labels), -1, dtype=np.int64)
+    row[needed] = np.arange(len(needed))
+    n_vecs = unit_embeddings(embedder, [g.node_labels[i] for i in needed])
+    width = n_vecs.shape[1] if n_vecs.ndim == 2 and n_vecs.shape[1] else 1
+    if n_vecs.size > _FLOAT32_ABOVE:
+        n_vecs = n_vecs.astype(np.float32)  # huge graphs: halve the memory (may flip pairs at exactly δ)
+    return row, n_vecs, max(1, _PAIR_BUDGET // width)
+
+
+def _redundant(
+    g: _SrrInput,
+    embedder: Embedder,
+    cut: float,
+    p_vecs: np.ndarray,
+    p_sim: np.ndarray | None,
+    blocks: np.ndarray,
+    order: np.ndarray,
+    partners: np.ndarray,
+) -> np.ndarray:
+    """Per triple, whether it is redundant with an earlier triple of its block (predicate, object,
+    then subject similarity ≥ δ, compared chunk by chunk)."""
+    row, n_vecs, budget = _node_vectors(g, embedder, blocks)
+    label_code, _ = _factorize(g.node_labels)
+    p_code, subj, obj = g.p_code, g.subj, g.obj
+    red = np.zeros(g.m, dtype=bool)
+    for left, right in _pair_chunks(partners, budget):
+        a, b = order[left], order[right]
+        if p_sim is not None:
+            keep = p_sim[p_code[a], p_code[b]] >= cut
+        else:
+            same = p_code[a] == p_code[b]
+            keep = _pair_similarity(p_vecs, np.arange(len(g.p_names)), p_code[a], p_code[b], same) >= cut
+        a, b = a[keep], b[keep]
+        if not a.size:
+            continue
+        oa, ob = obj[a], obj[b]
+        keep = _pair_similarity(n_vecs, row, oa, ob, label_code[oa] == label_code[ob]) >= cut
+        a, b = a[keep], b[keep]
+        if not a.size:
+            continue
+        sa, sb = subj[a], subj[b]
+        keep = _pair_similarity(n_vecs, row, sa, sb, label_code[sa] == label_code[sb]) >= cut
+        red[np.maximum(a[keep], b[keep])] = True
+    return red
+
+
 def semantic_redundancy_rate(
     graph: GraphView,
     *,
@@ -260,49 +373,13 @@ def semantic_redundancy_rate(
     m = len(graph)
     if m == 0:
         return na("SRR", "the graph has no triples", n=0)
-    nodes = graph.nodes
-    node_labels = [graph.label(x) for x in nodes]
-    node_key, _ = _factorize(normalize_label(x) for x in node_labels)
-    subj, obj = graph.subject_index, graph.object_index
-    s_key = node_key[subj]
-    p_code, p_names = _factorize(t.predicate for t in graph.triples)
-    p_norm, _ = _factorize(normalize_label(p) for p in p_names)
-
-    _, s_sizes = np.unique(s_key, return_counts=True)
-    subject_block_pairs = int((s_sizes * (s_sizes - 1) // 2).sum())
-
+    g = _SrrInput.of(graph)
     if embedder is None:
-        # Exact similarity: redundant iff normalized (s, p, o) coincide, so group instead of pairing.
-        p_group = p_norm[p_code]
-        blocks = _combine(s_key, p_group)
-        b_sizes = np.bincount(blocks)
-        candidate_pairs = int((b_sizes * (b_sizes - 1) // 2).sum())
-        redundant = m - len(np.unique(_combine(blocks, node_key[obj])))
-        return ok(
-            "SRR",
-            redundant / m,
-            n=m,
-            redundant=redundant,
-            candidate_pairs=candidate_pairs,
-            subject_block_pairs=subject_block_pairs,
-            similarity="normalized label equality",
-            delta=delta,
-        )
+        return _srr_exact(g, delta)
 
-    # Predicate groups: components of the predicate-similarity >= delta graph (lossless sub-blocks).
-    label_code, _ = _factorize(node_labels)
-    p_vecs = unit_embeddings(embedder, p_names)
-    p_sim: np.ndarray | None = None
-    if len(p_names) <= _MAX_PREDICATE_MATRIX:
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import connected_components
-
-        p_sim = p_vecs @ p_vecs.T
-        np.fill_diagonal(p_sim, 1.0)
-        _, p_group_of = connected_components(csr_matrix(p_sim >= cut), directed=False)
-    else:
-        p_group_of = np.zeros(len(p_names), dtype=np.int64)
-    blocks = _combine(s_key, p_group_of[p_code])
+    p_vecs = unit_embeddings(embedder, g.p_names)
+    p_sim, p_group_of = _predicate_groups(p_vecs, cut)
+    blocks = _combine(g.s_key, p_group_of[g.p_code])
     order, partners = _block_pairs(blocks)
     candidate_pairs = int(partners.sum())
     if candidate_pairs > max_pairs:
@@ -311,50 +388,16 @@ def semantic_redundancy_rate(
             f"{candidate_pairs} candidate pairs exceed max_pairs={max_pairs} (a very large subject block)",
             n=m,
             candidate_pairs=candidate_pairs,
-            subject_block_pairs=subject_block_pairs,
+            subject_block_pairs=g.subject_block_pairs,
         )
-
-    paired = np.bincount(blocks)[blocks] >= 2
-    needed = np.unique(np.concatenate([subj[paired], obj[paired]]))
-    row = np.full(len(nodes), -1, dtype=np.int64)
-    row[needed] = np.arange(len(needed))
-    n_vecs = unit_embeddings(embedder, [node_labels[i] for i in needed])
-    width = n_vecs.shape[1] if n_vecs.ndim == 2 and n_vecs.shape[1] else 1
-    if n_vecs.size > _FLOAT32_ABOVE:
-        n_vecs = n_vecs.astype(np.float32)  # huge graphs: halve the memory (may flip pairs at exactly δ)
-    budget = max(1, _PAIR_BUDGET // width)
-
-    red = np.zeros(m, dtype=bool)
-    for left, right in _pair_chunks(partners, budget):
-        a, b = order[left], order[right]
-        if p_sim is not None:
-            keep = p_sim[p_code[a], p_code[b]] >= cut
-        else:
-            keep = (
-                _pair_similarity(
-                    p_vecs, np.arange(len(p_names)), p_code[a], p_code[b], p_code[a] == p_code[b]
-                )
-                >= cut
-            )
-        a, b = a[keep], b[keep]
-        if not a.size:
-            continue
-        oa, ob = obj[a], obj[b]
-        keep = _pair_similarity(n_vecs, row, oa, ob, label_code[oa] == label_code[ob]) >= cut
-        a, b = a[keep], b[keep]
-        if not a.size:
-            continue
-        sa, sb = subj[a], subj[b]
-        keep = _pair_similarity(n_vecs, row, sa, sb, label_code[sa] == label_code[sb]) >= cut
-        red[np.maximum(a[keep], b[keep])] = True
-    redundant = int(red.sum())
+    redundant = int(_redundant(g, embedder, cut, p_vecs, p_sim, blocks, order, partners).sum())
     return ok(
         "SRR",
         redundant / m,
         n=m,
         redundant=redundant,
         candidate_pairs=candidate_pairs,
-        subject_block_pairs=subject_block_pairs,
+        subject_block_pairs=g.subject_block_pairs,
         similarity="embedder cosine",
         delta=delta,
     )
@@ -429,12 +472,7 @@ def validation_metrics(
     }
 
 
-METRICS: dict[str, Callable[..., MetricResult]] = {
-    "LC": logical_consistency,
-    "OC": ontology_coverage,
-    "DNR": dead_node_ratio,
-    "SRR": semantic_redundancy_rate,
-    "COR": correctness,
-    "CMP": completeness,
-}
-"""Symbol -> metric function of the KG Validation phase (TRIAGE Table 2)."""
+METRICS: dict[str, Callable[..., MetricResult]]
+"""Symbol -> function of each metric of this module, a view of the registry (TRIAGE Table 2)."""
+
+__getattr__ = metrics_view(__name__, phase="validation")

@@ -1,11 +1,14 @@
 """The usage-metric recorder: a default plugin writing TRIAGE §4.3 metrics and the chain signature.
 
-On ``triage_retrieval`` it computes the retrieval-time metrics (QGR, ERC, ERP, RRS, RPC, RHD, and with
-gold GPC, RPP, RPR, CC) and a provisional signature from the pre-generation links; on
-``triage_generation`` it completes the answer-side metrics (AGR, AUR, ARF, with gold Hits@1 and F1,
-and KNI once both a ``context="retrieved"`` and a ``context="none"`` answer arrived) and the final
-signature. Rows go to ``manager.store`` (scope ``"query"``, scope id = query id), one per metric with
-the value or ``None`` and its reason, plus a row named ``"signature"``:
+The metrics are the per-query usage metrics of the manager's metric registry
+(:func:`~triage_plugins.metrics.registry.metric_registry`: the built-ins plus those plugins register
+through ``triage_register_metrics``, read on the first event), written by their ``stage``. On
+``triage_retrieval`` it computes the ``"retrieval"`` ones (QGR, ERC, ERP, RRS, RPC, RHD, and with gold
+GPC, RPP, RPR, CC) and a provisional signature from the pre-generation links; on
+``triage_generation`` it completes the ``"generation"`` ones (AGR, AUR, ARF, with gold Hits@1 and F1),
+the ``"closed_book"`` ones (KNI) once both a ``context="retrieved"`` and a ``context="none"`` answer
+arrived, and the final signature. Rows go to ``manager.store`` (scope ``"query"``, scope id = query
+id), one per metric with the value or ``None`` and its reason, plus a row named ``"signature"``:
 
 * ``value`` is ``None`` and ``reason`` is the signature name (``"connectivity_gap"`` ...);
 * ``details["phase"]`` is ``"retrieval"`` (provisional: only QGR → ERC → RRS read) or
@@ -30,9 +33,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.diagnosis.chain import diagnose
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
 from triage_plugins.metrics.usage import usage_metrics
 
 if TYPE_CHECKING:
@@ -43,18 +47,13 @@ __all__ = ["UsageRecorder"]
 
 log = logging.getLogger("triage.plugins.usage")
 
-RETRIEVAL_METRICS = ("QGR", "ERC", "ERP", "RRS", "RPC", "RHD")
-GOLD_RETRIEVAL_METRICS = ("GPC", "RPP", "RPR", "CC")
-ANSWER_METRICS = ("AGR", "AUR", "ARF")
-GOLD_ANSWER_METRICS = ("Hits@1", "F1")
-
 
 @dataclass(slots=True)
 class _Query:
     retrieval: RetrievalEvent
     answer: GenerationEvent | None = None
     closed_book: GenerationEvent | None = None
-    kni_written: bool = False
+    closed_book_written: bool = False
 
 
 class UsageRecorder:
@@ -76,6 +75,8 @@ class UsageRecorder:
         self._early: OrderedDict[str, list[GenerationEvent]] = OrderedDict()
         self._lock = threading.Lock()
         self._max = int(manager.config.options.get("usage.max_queries", 10_000))
+        self._registry: MetricRegistry | None = None
+        self._names: dict[tuple[str, bool], tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -96,6 +97,29 @@ class UsageRecorder:
         """How many queries are held in memory."""
         return len(self._queries)
 
+    def metrics(self) -> MetricRegistry:
+        """The manager's metric registry, read on first use. A plugin whose registration fails is
+        logged and its metrics are left out: the built-in ones are still recorded."""
+        if self._registry is None:
+            if not hasattr(self._manager, "plugins"):
+                self._registry = BUILTIN_METRICS
+            else:
+                try:
+                    self._registry = metric_registry(self._manager)
+                except ConfigError as exc:
+                    log.error("metrics registered by plugins are not recorded: %s", exc)
+                    self._registry = BUILTIN_METRICS
+        return self._registry
+
+    def _stage(self, stage: str, gold: bool) -> tuple[str, ...]:
+        """The per-query metrics written at ``stage``; gold-requiring ones only for gold queries."""
+        names = self._names.get((stage, gold))
+        if names is None:
+            specs = self.metrics().per_query
+            names = tuple(s.symbol for s in specs if s.stage == stage and (gold or not s.needs_gold))
+            self._names[(stage, gold)] = names
+        return names
+
     # ------------------------------------------------------------------ hooks
 
     @hookimpl
@@ -112,8 +136,8 @@ class UsageRecorder:
             self._remember(self._queries, event.query_id, entry)
             early = self._early.pop(event.query_id, [])
             grounder = self._grounder_for()
-        metrics = usage_metrics(event, grounder=grounder)
-        names = RETRIEVAL_METRICS + (GOLD_RETRIEVAL_METRICS if event.gold is not None else ())
+        metrics = usage_metrics(event, grounder=grounder, metrics=self.metrics())
+        names = self._stage("retrieval", event.gold is not None)
         self._write(event, [metrics[n] for n in names], metrics, "retrieval")
         for generation in early:
             self.triage_generation(generation)
@@ -132,28 +156,31 @@ class UsageRecorder:
                 entry.closed_book = event
             else:
                 entry.answer = event
-                entry.kni_written = False
+                entry.closed_book_written = False
             answer, closed, retrieval = entry.answer, entry.closed_book, entry.retrieval
             grounder = self._grounder_for()
         if answer is None:
             return  # a closed-book answer alone: KNI waits for the retrieved-context answer
-        metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed)
+        metrics = usage_metrics(
+            retrieval, answer, grounder=grounder, closed_book=closed, metrics=self.metrics()
+        )
+        gold = retrieval.gold is not None
         if event.context == "none":
-            if not entry.kni_written and metrics["KNI"].value is not None:
-                entry.kni_written = True
-                self._write(retrieval, [metrics["KNI"]], None, "generation")
+            defined = [metrics[n] for n in self._stage("closed_book", gold) if metrics[n].value is not None]
+            if not entry.closed_book_written and defined:
+                entry.closed_book_written = True
+                self._write(retrieval, defined, None, "generation")
             return
-        names = ANSWER_METRICS + (GOLD_ANSWER_METRICS if retrieval.gold is not None else ())
-        rows = [metrics[n] for n in names]
+        rows = [metrics[n] for n in self._stage("generation", gold)]
         if closed is not None:
-            rows.append(metrics["KNI"])
-            entry.kni_written = True
+            rows.extend(metrics[n] for n in self._stage("closed_book", gold))
+            entry.closed_book_written = True
         self._write(retrieval, rows, metrics, "generation")
 
     # ------------------------------------------------------------------ writing
 
     def _thresholds(self) -> dict[str, float]:
-        return {**DEFAULT_THRESHOLDS, **self._manager.config.thresholds}
+        return {**self.metrics().thresholds(), **self._manager.config.thresholds}
 
     def _write(
         self,

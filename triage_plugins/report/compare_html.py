@@ -1,4 +1,8 @@
-"""The HTML page of ``triage compare``: one self-contained file (inline CSS and SVG, no script)."""
+"""The HTML page of ``triage compare``: one self-contained file (inline CSS and SVG, no script).
+
+The metric columns are those of the metric registry (:func:`compare_columns`), so a metric a plugin
+registers is shown with no edit here.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,25 @@ import time
 from typing import TYPE_CHECKING
 
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES
+from triage_plugins.metrics.registry import MetricRegistry, metric_registry
 from triage_plugins.report import plots
 from triage_plugins.report.html import Safe, cell, figures, metric_cell, number, page, section, table
 
 if TYPE_CHECKING:
     from triage_plugins.apps.compare import CompareResult, CompareRow, MetricSummary
 
-__all__ = ["chain_funnel", "compare_html"]
+__all__ = ["chain_funnel", "compare_columns", "compare_html"]
 
 _SIG_ORDER = (*SIGNATURES, "undetermined")
+_GROUPS = ("implementation", "validation", "usage", "gold")
+
+
+def compare_columns(registry: MetricRegistry | None = None) -> dict[str, tuple[str, ...]]:
+    """The compare tables' metric columns per group (``implementation``, ``validation``, ``usage``,
+    ``gold``), from ``registry`` (default :func:`~triage_plugins.metrics.registry.metric_registry`,
+    the registry ``triage compare`` scores with)."""
+    registry = metric_registry() if registry is None else registry
+    return {group: registry.columns(group) for group in _GROUPS}  # type: ignore[arg-type]
 
 
 def chain_funnel(signatures: dict[str, int]) -> list[tuple[str, float]]:
@@ -55,19 +69,12 @@ def _ms(value: float | None) -> str:
     return "N/A" if value is None else f"{value * 1000:.1f}"
 
 
-def compare_html(result: CompareResult) -> str:
-    """Render a :class:`~triage_plugins.apps.compare.CompareResult` as one self-contained HTML document."""
-    from triage_plugins.apps.compare import (
-        GOLD_METRICS,
-        IMPLEMENTATION_METRICS,
-        USAGE_METRICS,
-        VALIDATION_METRICS,
-    )
+def _wrapped(title: str, content: Safe, *, anchor: str, intro: str) -> Safe:
+    """A section whose table scrolls sideways when it is wider than the page."""
+    return section(title, Safe('<div class="wrap">'), content, Safe("</div>"), anchor=anchor, intro=intro)
 
-    rows = result.rows
-    ok = [r for r in rows if r.status == "ok"]
-    sections: list[object] = []
 
+def _overview_section(rows: list[CompareRow]) -> Safe:
     overview = table(
         ["framework", "mode", "status", "reason / error", "queries", "triples extracted", "graph triples",
          "run s", "median query ms"],
@@ -80,99 +87,89 @@ def compare_html(result: CompareResult) -> str:
         ],
         numeric=(4, 5, 6, 7, 8),
     )  # fmt: skip
-    sections.append(
-        section(
-            "Frameworks",
-            Safe('<div class="wrap">'),
-            overview,
-            Safe("</div>"),
-            anchor="frameworks",
-            intro="One row per framework × mode. A framework that is not installed or has no runner is listed "
-            "as unavailable with the reason; one that raised is listed as failed, and the others still ran.",
-        )
+    return _wrapped(
+        "Frameworks",
+        overview,
+        anchor="frameworks",
+        intro="One row per framework × mode. A framework that is not installed or has no runner is listed "
+        "as unavailable with the reason; one that raised is listed as failed, and the others still ran.",
     )
-    if not ok:
-        sections.append(section("Results", "No framework completed.", anchor="results"))
-        return _page(result, _with_notes(result, sections))
 
+
+def _kg_section(ok: list[CompareRow], columns: dict[str, tuple[str, ...]]) -> Safe:
+    impl, val = columns["implementation"], columns["validation"]
     kg = table(
-        ["framework / mode", *IMPLEMENTATION_METRICS, *VALIDATION_METRICS],
+        ["framework / mode", *impl, *val],
         [
-            [r.label, *(metric_cell(r.implementation.get(m)) for m in IMPLEMENTATION_METRICS),
-             *(metric_cell(r.validation.get(m)) for m in VALIDATION_METRICS)]
+            [r.label, *(metric_cell(r.implementation.get(m)) for m in impl),
+             *(metric_cell(r.validation.get(m)) for m in val)]
             for r in ok
         ],
-        numeric=range(1, 1 + len(IMPLEMENTATION_METRICS) + len(VALIDATION_METRICS)),
+        numeric=range(1, 1 + len(impl) + len(val)),
     )  # fmt: skip
-    sections.append(
-        section(
-            "KG Implementation and Validation",
-            Safe('<div class="wrap">'),
-            kg,
-            Safe("</div>"),
-            anchor="kg",
-            intro="TRIAGE §4.1 (TCS, SCR, EC, CSC, EAR, CSR_link) and §4.2 (DNR, SRR, OC, LC, SC), from each "
-            "framework's own extraction and graph events. N/A: hover for the reason (no log-probabilities, "
-            "no ontology ...).",
-        )
+    return _wrapped(
+        "KG Implementation and Validation",
+        kg,
+        anchor="kg",
+        intro=f"TRIAGE §4.1 ({', '.join(impl)}) and §4.2 ({', '.join(val)}), from each "
+        "framework's own extraction and graph events. N/A: hover for the reason (no log-probabilities, "
+        "no ontology ...).",
     )
 
-    ok = [r for r in ok if r.queries]
-    if not ok:
-        sections.append(section("KG Usage", "No query was answered: no usage metrics.", anchor="usage"))
-        return _page(result, _with_notes(result, sections))
 
+def _usage_section(ok: list[CompareRow], columns: tuple[str, ...], registry: MetricRegistry) -> Safe:
     usage = table(
-        ["framework / mode", "queries", *USAGE_METRICS],
-        [[r.label, r.queries, *(_summary_cell(r.usage.get(m)) for m in USAGE_METRICS)] for r in ok],
-        numeric=range(1, 2 + len(USAGE_METRICS)),
+        ["framework / mode", "queries", *columns],
+        [[r.label, r.queries, *(_summary_cell(r.usage.get(m)) for m in columns)] for r in ok],
+        numeric=range(1, 2 + len(columns)),
     )
-    parts: list[object] = [Safe('<div class="wrap">'), usage, Safe("</div>")]
-    boxes = [
-        plots.box_plot(
-            [(r.label, r.distributions.get(m, [])) for r in ok],
-            title=f"{m} per query",
-            domain=None if m == "RPC" else (0.0, 1.0),
-            width=430,
-        )
-        for m in ("ERC", "ERP", "RRS", "AGR", "AUR", "RPC")
-    ]
-    parts.append(figures(*boxes))
-    sections.append(
-        section(
-            "KG Usage",
-            *parts,
-            anchor="usage",
-            intro="TRIAGE §4.3: median per query over the queries where the metric is defined, with the number "
-            "of N/A queries (hover for the most common reason). RPC is the retrieval path cost (expanded nodes).",
-        )
-    )
-
-    with_gold = [r for r in ok if r.gold is not None]
-    if with_gold:
-        gold = table(
-            ["framework / mode", *GOLD_METRICS],
-            [[r.label, *(_summary_cell(r.gold.get(m), mean=True) for m in GOLD_METRICS)] for r in with_gold],  # type: ignore[union-attr]
-            numeric=range(1, 1 + len(GOLD_METRICS)),
-        )
-        bars = plots.bar_chart(
-            [(r.label, r.gold["Hits@1"].mean or 0.0) for r in with_gold],  # type: ignore[index]
-            title="Hits@1 (mean)",
-            max_value=1.0,
-            width=520,
-            label_width=190,
-        )
-        sections.append(
-            section(
-                "Answer accuracy (gold)",
-                gold,
-                figures(bars),
-                anchor="gold",
-                intro="Only for questions that carry gold answers: CC (gold answer in the retrieved context), "
-                "Hits@1 and F1, as means over the queries.",
+    boxes = []
+    for m in columns:
+        spec = registry.get(m)
+        boxes.append(
+            plots.box_plot(
+                [(r.label, r.distributions.get(m, [])) for r in ok],
+                title=f"{m} per query",
+                domain=None if spec is None else spec.value_range,
+                width=430,
             )
         )
+    return section(
+        "KG Usage",
+        Safe('<div class="wrap">'),
+        usage,
+        Safe("</div>"),
+        figures(*boxes),
+        anchor="usage",
+        intro="TRIAGE §4.3: median per query over the queries where the metric is defined, with the number "
+        "of N/A queries (hover for the most common reason). RPC is the retrieval path cost (expanded nodes).",
+    )
 
+
+def _gold_section(with_gold: list[CompareRow], columns: tuple[str, ...]) -> Safe:
+    gold = table(
+        ["framework / mode", *columns],
+        [[r.label, *(_summary_cell(r.gold.get(m), mean=True) for m in columns)] for r in with_gold],  # type: ignore[union-attr]
+        numeric=range(1, 1 + len(columns)),
+    )
+    bars = plots.bar_chart(
+        [(r.label, r.gold["Hits@1"].mean or 0.0) for r in with_gold],  # type: ignore[index]
+        title="Hits@1 (mean)",
+        max_value=1.0,
+        width=520,
+        label_width=190,
+    )
+    return section(
+        "Answer accuracy (gold)",
+        gold,
+        figures(bars),
+        anchor="gold",
+        intro=f"Only for questions that carry gold answers: {', '.join(columns)} (CC: the gold answer is in "
+        "the retrieved context), as means over the queries.",
+    )
+
+
+def _chain_section(ok: list[CompareRow]) -> Safe:
     funnels = [plots.funnel(chain_funnel(r.signatures), title=r.label, width=260) for r in ok if r.signatures]
     sig_bars = plots.stacked_bars(
         [(r.label, r.signatures) for r in ok],
@@ -187,70 +184,91 @@ def compare_html(result: CompareResult) -> str:
         [[r.label, *(r.signatures.get(s, 0) for s in _SIG_ORDER)] for r in ok],
         numeric=range(1, 1 + len(_SIG_ORDER)),
     )
-    sections.append(
-        section(
-            "Diagnostic chain",
-            figures(sig_bars),
-            sig_table,
-            Safe("<h3>Chain funnels</h3>"),
-            figures(*funnels) if funnels else "No query was diagnosed.",
-            anchor="chain",
-            intro="TRIAGE §4.5: QGR → ERC → RRS → ARF → AGR. Each funnel shows, per link, the share of queries "
-            "that had not failed by that link (N/A links are skipped, not passed); the last bar is 'supported'.",
-        )
+    return section(
+        "Diagnostic chain",
+        figures(sig_bars),
+        sig_table,
+        Safe("<h3>Chain funnels</h3>"),
+        figures(*funnels) if funnels else "No query was diagnosed.",
+        anchor="chain",
+        intro=f"TRIAGE §4.5: {' → '.join(link.metric for link in CHAIN)}. Each funnel shows, per link, the "
+        "share of queries that had not failed by that link (N/A links are skipped, not passed); the last "
+        "bar is 'supported'.",
     )
 
+
+def _rhd_section(ok: list[CompareRow]) -> Safe:
     hists = []
     for r in ok:
         items = [("∞" if k == "inf" else f"ℓ={k}", v) for k, v in r.rhd.items()]
         if items:
             hists.append(plots.column_chart(items, title=f"RHD — {r.label}", max_value=1.0, width=230))
-    sections.append(
-        section(
-            "Reasoning hop depth",
-            figures(*hists) if hists else "No query had an evaluable RHD.",
-            anchor="rhd",
-            intro="TRIAGE eq. 33: the share of queries whose grounded entities are at most ℓ hops apart in the "
-            "retrieved subgraph; ∞ when a pair is disconnected.",
-        )
+    return section(
+        "Reasoning hop depth",
+        figures(*hists) if hists else "No query had an evaluable RHD.",
+        anchor="rhd",
+        intro="TRIAGE eq. 33: the share of queries whose grounded entities are at most ℓ hops apart in the "
+        "retrieved subgraph; ∞ when a pair is disconnected.",
     )
 
+
+def _rounds_section(with_rounds: list[CompareRow]) -> Safe:
+    series = {r.label: [(float(s.round), s.hits_at_1) for s in r.rounds] for r in with_rounds}
+    chart = plots.line_chart(series, title="Hits@1 per feedback round", x_label="feedback round", width=640)
+    max_round = max(len(r.rounds) for r in with_rounds)
+    rounds_table = table(
+        ["framework / mode", *(f"round {i}" for i in range(max_round))],
+        [[r.label, *(number(s.hits_at_1) for s in r.rounds)] for r in with_rounds],
+        numeric=range(1, 1 + max_round),
+    )
+    drift = [
+        plots.diverging_bars(
+            [(item, delta) for item, delta, _ in r.score_moves],
+            title=f"Score drift from 100 — {r.label}",
+            width=620,
+            label_width=230,
+        )
+        for r in with_rounds
+        if r.score_moves
+    ]
+    return section(
+        "Feedback rounds",
+        figures(chart),
+        rounds_table,
+        Safe("<h3>Contribution-score drift (most promoted and most suppressed)</h3>"),
+        figures(*drift) if drift else "No contribution score moved.",
+        anchor="rounds",
+        intro="EvoRAG: after each round the gold feedback is backpropagated into the contribution scores "
+        "and the next round retrieves with the learned reweighting (only retrievers that consult "
+        "triage_rerank can change).",
+    )
+
+
+def compare_html(result: CompareResult, *, registry: MetricRegistry | None = None) -> str:
+    """Render a :class:`~triage_plugins.apps.compare.CompareResult` as one self-contained HTML document.
+
+    :param registry: whose metric columns to show (default: the registry ``triage compare`` scores with).
+    """
+    registry = metric_registry() if registry is None else registry
+    columns = compare_columns(registry)
+    ok = [r for r in result.rows if r.status == "ok"]
+    sections: list[object] = [_overview_section(result.rows)]
+    if not ok:
+        sections.append(section("Results", "No framework completed.", anchor="results"))
+        return _page(result, _with_notes(result, sections))
+    sections.append(_kg_section(ok, columns))
+    ok = [r for r in ok if r.queries]
+    if not ok:
+        sections.append(section("KG Usage", "No query was answered: no usage metrics.", anchor="usage"))
+        return _page(result, _with_notes(result, sections))
+    sections.append(_usage_section(ok, columns["usage"], registry))
+    with_gold = [r for r in ok if r.gold is not None]
+    if with_gold:
+        sections.append(_gold_section(with_gold, columns["gold"]))
+    sections += [_chain_section(ok), _rhd_section(ok)]
     with_rounds = [r for r in ok if r.rounds]
     if with_rounds:
-        series = {r.label: [(float(s.round), s.hits_at_1) for s in r.rounds] for r in with_rounds}
-        chart = plots.line_chart(
-            series, title="Hits@1 per feedback round", x_label="feedback round", width=640
-        )
-        max_round = max(len(r.rounds) for r in with_rounds)
-        rounds_table = table(
-            ["framework / mode", *(f"round {i}" for i in range(max_round))],
-            [[r.label, *(number(s.hits_at_1) for s in r.rounds)] for r in with_rounds],
-            numeric=range(1, 1 + max_round),
-        )
-        drift = [
-            plots.diverging_bars(
-                [(item, delta) for item, delta, _ in r.score_moves],
-                title=f"Score drift from 100 — {r.label}",
-                width=620,
-                label_width=230,
-            )
-            for r in with_rounds
-            if r.score_moves
-        ]
-        sections.append(
-            section(
-                "Feedback rounds",
-                figures(chart),
-                rounds_table,
-                Safe("<h3>Contribution-score drift (most promoted and most suppressed)</h3>"),
-                figures(*drift) if drift else "No contribution score moved.",
-                anchor="rounds",
-                intro="EvoRAG: after each round the gold feedback is backpropagated into the contribution scores "
-                "and the next round retrieves with the learned reweighting (only retrievers that consult "
-                "triage_rerank can change).",
-            )
-        )
-
+        sections.append(_rounds_section(with_rounds))
     return _page(result, _with_notes(result, sections))
 
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from triage_plugins.contract.config import DEFAULT_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import RetrievalEvent
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES, ChainStep, WindowTrigger, diagnose
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.metrics.usage import rhd_distribution
 
@@ -46,22 +46,18 @@ __all__ = [
     "TriggerFired",
     "build_store_report",
     "parse_since",
+    "summary_metrics",
 ]
 
 CHAIN_METRICS: tuple[str, ...] = tuple(link.metric for link in CHAIN)
-SUMMARY_METRICS: tuple[str, ...] = (
-    "QGR",
-    "ERC",
-    "ERP",
-    "RRS",
-    "ARF",
-    "AGR",
-    "AUR",
-    "RPC",
-    "CC",
-    "Hits@1",
-    "F1",
-)
+
+
+def summary_metrics(registry: MetricRegistry = BUILTIN_METRICS) -> tuple[str, ...]:
+    """The per-query metrics a group summarizes (median, mean, N/A): the registry's headline ones."""
+    return tuple(spec.symbol for spec in registry.per_query if spec.headline)
+
+
+SUMMARY_METRICS: tuple[str, ...] = summary_metrics()
 INITIAL_SCORE = 100.0
 
 
@@ -166,6 +162,7 @@ class StoreReport:
     graph: dict[str, dict[str, MetricResult]]
     scores: list[ScoreUnitReport]
     notes: list[str] = field(default_factory=list)
+    thresholds: dict[str, float] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -241,21 +238,12 @@ def _query_text(store: Store, framework: str, query_id: str) -> str | None:
 # --------------------------------------------------------------------------- building
 
 
-def _group(
-    framework: str,
-    retriever: str,
-    per_query: dict[str, dict[str, MetricRow]],
-    first_ts: dict[str, float],
-    text_of: Callable[[str], str | None],
-    *,
-    window: int,
-    thresholds: Mapping[str, float],
-    statistic: str,
-    worst_n: int,
-) -> GroupReport:
-    order = sorted(per_query, key=lambda q: (first_ts[q], q))
+def _traces(
+    per_query: dict[str, dict[str, MetricRow]], first_ts: dict[str, float], thresholds: Mapping[str, float]
+) -> list[QueryTrace]:
+    """Each query's metrics and chain, in time order; its signature is the stored one when there is one."""
     traces: list[QueryTrace] = []
-    for qid in order:
+    for qid in sorted(per_query, key=lambda q: (first_ts[q], q)):
         rows = per_query[qid]
         metrics = {name: _result(r) for name, r in rows.items() if name != "signature"}
         diagnosis = diagnose(metrics, thresholds)
@@ -265,17 +253,20 @@ def _group(
         else:
             signature = diagnosis.signature if diagnosis.defined else None
         traces.append(QueryTrace(qid, None, first_ts[qid], signature, metrics, diagnosis.steps))
+    return traces
 
-    stats = {
-        m: _stats(m, [t.metrics[m] for t in traces if m in t.metrics], window)
-        for m in SUMMARY_METRICS
-        if any(m in t.metrics for t in traces)
-    }
-    rolling = {m: _rolling([t.metrics.get(m) for t in traces], window) for m in CHAIN_METRICS}
-    signatures = Counter(t.signature or "undetermined" for t in traces)
-    ordered = {s: signatures[s] for s in (*SIGNATURES, "undetermined") if signatures[s]}
-    rhd = rhd_distribution(t.metrics["RHD"] for t in traces if "RHD" in t.metrics)
 
+def _summaries(traces: list[QueryTrace], registry: MetricRegistry) -> tuple[str, ...]:
+    """The metrics summarized: the registry's headline per-query ones, then any recorded metric the
+    registry does not know (a plugin's, recorded by another process), in first-seen order."""
+    unknown = dict.fromkeys(n for t in traces for n in t.metrics if n not in registry)
+    return (*summary_metrics(registry), *unknown)
+
+
+def _triggers(
+    traces: list[QueryTrace], window: int, thresholds: Mapping[str, float], statistic: str
+) -> list[TriggerFired]:
+    """The KG-update triggers of each chain metric fed the queries in order (TRIAGE §4.5)."""
     triggers: list[TriggerFired] = []
     for metric in CHAIN_METRICS:
         trigger = WindowTrigger(
@@ -296,7 +287,19 @@ def _group(
                     )
                 )  # fmt: skip
     triggers.sort(key=lambda s: (s.position, s.metric))
+    return triggers
 
+
+def _badness(t: QueryTrace) -> tuple[float, str]:
+    step = t.failed
+    value = step.value if step is not None and step.value is not None else -1.0
+    return (value, t.query_id)
+
+
+def _worst(
+    traces: list[QueryTrace], text_of: Callable[[str], str | None], worst_n: int
+) -> dict[str, list[QueryTrace]]:
+    """The worst queries of each failing signature, lowest value of the failing link first."""
     worst: dict[str, list[QueryTrace]] = {}
     for sig in SIGNATURES:
         if sig == "supported":
@@ -304,14 +307,34 @@ def _group(
         hits = [t for t in traces if t.signature == sig]
         if not hits:
             continue
-
-        def badness(t: QueryTrace) -> tuple[float, str]:
-            step = t.failed
-            value = step.value if step is not None and step.value is not None else -1.0
-            return (value, t.query_id)
-
         # only the queries shown get their text (one indexed lookup each, not a scan of every event)
-        worst[sig] = [replace(t, query=text_of(t.query_id)) for t in sorted(hits, key=badness)[:worst_n]]
+        worst[sig] = [replace(t, query=text_of(t.query_id)) for t in sorted(hits, key=_badness)[:worst_n]]
+    return worst
+
+
+def _group(
+    framework: str,
+    retriever: str,
+    per_query: dict[str, dict[str, MetricRow]],
+    first_ts: dict[str, float],
+    text_of: Callable[[str], str | None],
+    *,
+    window: int,
+    thresholds: Mapping[str, float],
+    statistic: str,
+    worst_n: int,
+    registry: MetricRegistry = BUILTIN_METRICS,
+) -> GroupReport:
+    traces = _traces(per_query, first_ts, thresholds)
+    stats = {
+        m: _stats(m, [t.metrics[m] for t in traces if m in t.metrics], window)
+        for m in _summaries(traces, registry)
+        if any(m in t.metrics for t in traces)
+    }
+    rolling = {m: _rolling([t.metrics.get(m) for t in traces], window) for m in CHAIN_METRICS}
+    signatures = Counter(t.signature or "undetermined" for t in traces)
+    ordered = {s: signatures[s] for s in (*SIGNATURES, "undetermined") if signatures[s]}
+    rhd = rhd_distribution(t.metrics["RHD"] for t in traces if "RHD" in t.metrics)
     return GroupReport(
         framework,
         retriever,
@@ -320,8 +343,8 @@ def _group(
         rolling,
         ordered,
         {("inf" if k == math.inf else str(int(k))): v for k, v in rhd.items()},
-        triggers,
-        worst,
+        _triggers(traces, window, thresholds, statistic),
+        _worst(traces, text_of, worst_n),
     )
 
 
@@ -355,16 +378,21 @@ def build_store_report(
     statistic: str = "mean",
     worst: int = 5,
     top_scores: int = 10,
+    metrics: MetricRegistry | None = None,
 ) -> StoreReport:
     """Read a store into a :class:`StoreReport` (see the module docstring).
 
     :param since: only metric rows and score updates at or after this epoch time.
     :param window: W of the rolling means and of the triggers (TRIAGE §4.5), at least 2.
     :param statistic: the triggers' statistic: ``"mean"``, ``"quantile"`` or ``"failing_rate"``.
+    :param metrics: whose metrics are summarized (default
+        :func:`~triage_plugins.metrics.registry.metric_registry`); recorded metrics it does not know
+        are summarized too, after its own.
     """
     if window < 2:
         raise ConfigError(f"window must be >= 2 (one query never triggers an update), got {window}")
-    theta = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    registry = metric_registry() if metrics is None else metrics
+    theta = {**registry.thresholds(), **(thresholds or {})}
     notes: list[str] = []
 
     by_group: dict[tuple[str, str], dict[str, dict[str, MetricRow]]] = defaultdict(dict)
@@ -391,6 +419,7 @@ def build_store_report(
                 thresholds=theta,
                 statistic=statistic,
                 worst_n=worst,
+                registry=registry,
             )
         )
     if not groups:
@@ -415,4 +444,5 @@ def build_store_report(
         graph=graph,
         scores=_score_units(store, since, top_scores),
         notes=notes,
+        thresholds={m: theta[m] for m in CHAIN_METRICS},
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "PALETTE",
@@ -343,6 +344,111 @@ def box_plot(
     return _svg(width, height, title, body)
 
 
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """The plotting area of a line chart: its box in pixels and the data ranges mapped onto it."""
+
+    width: int
+    height: int
+    top: int
+    bottom: int
+    left: int
+    right: int
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+
+    @property
+    def pw(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def ph(self) -> int:
+        return self.height - self.top - self.bottom
+
+    def sx(self, x: float) -> float:
+        return self.left + (x - self.x0) / (self.x1 - self.x0) * self.pw
+
+    def sy(self, y: float) -> float:
+        return self.top + (1 - (min(max(y, self.y0), self.y1) - self.y0) / (self.y1 - self.y0)) * self.ph
+
+
+def _legend(names: list[str], width: int) -> list[str]:
+    body: list[str] = []
+    for i, name in enumerate(names):
+        lx = (i % 4) * ((width - 10) / 4)
+        ly = 22 + (i // 4) * 16
+        body.append(f'<rect x="{lx:.1f}" y="{ly}" width="12" height="3" fill="{PALETTE[i % len(PALETTE)]}"/>')
+        body.append(_label(lx + 16, ly + 2, name, limit=22, anchor="start"))
+    return body
+
+
+def _axes(f: _Frame, xs: list[float], x_label: str) -> list[str]:
+    body: list[str] = []
+    for tick in range(5):
+        v = f.y0 + (f.y1 - f.y0) * tick / 4
+        y = f.sy(v)
+        body.append(
+            f'<line x1="{f.left}" y1="{y:.1f}" x2="{f.width - f.right}" y2="{y:.1f}" stroke="{_GRID}"/>'
+            f'<text x="{f.left - 4}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="{_MUTED}" '
+            f'font-size="10">{v:.2g}</text>'
+        )
+    distinct_x = sorted(set(xs))
+    step = max(1, len(distinct_x) // 10)
+    for x in distinct_x[::step]:
+        body.append(
+            f'<text x="{f.sx(x):.1f}" y="{f.height - f.bottom + 14}" text-anchor="middle" fill="{_MUTED}" '
+            f'font-size="10">{x:g}</text>'
+        )
+    if x_label:
+        body.append(
+            f'<text x="{f.left + f.pw / 2:.1f}" y="{f.height - 4}" text-anchor="middle" fill="{_MUTED}" '
+            f'font-size="10">{esc(x_label)}</text>'
+        )
+    return body
+
+
+def _guides(f: _Frame, thresholds: Mapping[str, float], markers: Sequence[tuple[float, str]]) -> list[str]:
+    body: list[str] = []
+    for name, value in thresholds.items():
+        y = f.sy(value)
+        body.append(
+            f'<line x1="{f.left}" y1="{y:.1f}" x2="{f.width - f.right}" y2="{y:.1f}" stroke="{_MUTED}" '
+            f'stroke-dasharray="4 3"><title>{esc(name)} = {value:g}</title></line>'
+        )
+    for x, label in markers:
+        body.append(
+            f'<line x1="{f.sx(x):.1f}" y1="{f.top}" x2="{f.sx(x):.1f}" y2="{f.top + f.ph}" stroke="{PALETTE[2]}" '
+            f'stroke-dasharray="3 3"><title>{esc(label)}</title></line>'
+        )
+    return body
+
+
+def _series_lines(f: _Frame, series: Mapping[str, Sequence[tuple[float, float | None]]]) -> list[str]:
+    body: list[str] = []
+    for i, (name, pts) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        segments: list[list[tuple[float, float]]] = [[]]
+        for x, y in pts:
+            if y is None or not math.isfinite(float(y)):
+                segments.append([])
+            else:
+                segments[-1].append((f.sx(x), f.sy(float(y))))
+        for seg in segments:
+            if len(seg) > 1:
+                d = " ".join(f"{px:.1f},{py:.1f}" for px, py in seg)
+                body.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
+        if len(pts) <= 30:
+            for x, y in pts:
+                if y is not None and math.isfinite(float(y)):
+                    body.append(
+                        f'<circle cx="{f.sx(x):.1f}" cy="{f.sy(float(y)):.1f}" r="3" fill="{color}">'
+                        f"<title>{esc(name)} @ {x:g}: {float(y):.3f}</title></circle>"
+                    )
+    return body
+
+
 def line_chart(
     series: Mapping[str, Sequence[tuple[float, float | None]]],
     *,
@@ -358,7 +464,6 @@ def line_chart(
     dashed lines at x with a label (e.g. where a trigger fired); ``thresholds`` horizontal ones."""
     names = list(series)
     legend_rows = math.ceil(len(names) / 4) if names else 0
-    top, bottom, left, right = 24 + legend_rows * 16, 30, 38, 12
     xs = [x for pts in series.values() for x, _ in pts]
     ys = _finite([y for pts in series.values() for _, y in pts])
     x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
@@ -367,68 +472,11 @@ def line_chart(
     y0, y1 = y_range if y_range is not None else (min(ys, default=0.0), max(ys, default=1.0))
     if y1 <= y0:
         y1 = y0 + 1.0
-    pw, ph = width - left - right, height - top - bottom
-
-    def sx(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * pw
-
-    def sy(y: float) -> float:
-        return top + (1 - (min(max(y, y0), y1) - y0) / (y1 - y0)) * ph
-
-    body: list[str] = []
-    for i, name in enumerate(names):
-        lx = (i % 4) * ((width - 10) / 4)
-        ly = 22 + (i // 4) * 16
-        body.append(f'<rect x="{lx:.1f}" y="{ly}" width="12" height="3" fill="{PALETTE[i % len(PALETTE)]}"/>')
-        body.append(_label(lx + 16, ly + 2, name, limit=22, anchor="start"))
-    for tick in range(5):
-        v = y0 + (y1 - y0) * tick / 4
-        y = sy(v)
-        body.append(
-            f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" stroke="{_GRID}"/>'
-            f'<text x="{left - 4}" y="{y:.1f}" text-anchor="end" dominant-baseline="middle" fill="{_MUTED}" '
-            f'font-size="10">{v:.2g}</text>'
-        )
-    distinct_x = sorted(set(xs))
-    step = max(1, len(distinct_x) // 10)
-    for x in distinct_x[::step]:
-        body.append(
-            f'<text x="{sx(x):.1f}" y="{height - bottom + 14}" text-anchor="middle" fill="{_MUTED}" '
-            f'font-size="10">{x:g}</text>'
-        )
-    if x_label:
-        body.append(
-            f'<text x="{left + pw / 2:.1f}" y="{height - 4}" text-anchor="middle" fill="{_MUTED}" '
-            f'font-size="10">{esc(x_label)}</text>'
-        )
-    for name, value in (thresholds or {}).items():
-        y = sy(value)
-        body.append(
-            f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" stroke="{_MUTED}" '
-            f'stroke-dasharray="4 3"><title>{esc(name)} = {value:g}</title></line>'
-        )
-    for x, label in markers:
-        body.append(
-            f'<line x1="{sx(x):.1f}" y1="{top}" x2="{sx(x):.1f}" y2="{top + ph}" stroke="{PALETTE[2]}" '
-            f'stroke-dasharray="3 3"><title>{esc(label)}</title></line>'
-        )
-    for i, (name, pts) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
-        segments: list[list[tuple[float, float]]] = [[]]
-        for x, y in pts:
-            if y is None or not math.isfinite(float(y)):
-                segments.append([])
-            else:
-                segments[-1].append((sx(x), sy(float(y))))
-        for seg in segments:
-            if len(seg) > 1:
-                d = " ".join(f"{px:.1f},{py:.1f}" for px, py in seg)
-                body.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
-        if len(pts) <= 30:
-            for x, y in pts:
-                if y is not None and math.isfinite(float(y)):
-                    body.append(
-                        f'<circle cx="{sx(x):.1f}" cy="{sy(float(y)):.1f}" r="3" fill="{color}">'
-                        f"<title>{esc(name)} @ {x:g}: {float(y):.3f}</title></circle>"
-                    )
+    frame = _Frame(width, height, 24 + legend_rows * 16, 30, 38, 12, x0, x1, y0, y1)
+    body = [
+        *_legend(names, width),
+        *_axes(frame, xs, x_label),
+        *_guides(frame, thresholds or {}, markers),
+        *_series_lines(frame, series),
+    ]
     return _svg(width, height, title, body)

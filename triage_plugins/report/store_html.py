@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from triage_plugins.contract.config import default_thresholds
 from triage_plugins.diagnosis.chain import REMEDIATION
 from triage_plugins.report import plots
 from triage_plugins.report.data import CHAIN_METRICS
@@ -45,8 +47,23 @@ def _trace_table(q: QueryTrace) -> Safe:
     )  # fmt: skip
 
 
-def _group_section(g: GroupReport, window: int, anchor: str) -> Safe:
-    parts: list[object] = []
+def _threshold_lines(thresholds: Mapping[str, float]) -> dict[str, float]:
+    """One dashed line per distinct chain θ: ``θ = 0.5`` for the most common value, ``θ(ERC) = 0.67``
+    for the others."""
+    by_value: dict[float, list[str]] = {}
+    for metric, theta in thresholds.items():
+        by_value.setdefault(theta, []).append(metric)
+    if not by_value:
+        return {}
+    common = max(by_value, key=lambda v: len(by_value[v]))
+    return {
+        ("θ" if value == common else f"θ({', '.join(metrics)})") + f" = {value:g}": value
+        for value, metrics in by_value.items()
+    }
+
+
+def _group_figures(g: GroupReport, window: int, thresholds: Mapping[str, float]) -> list[object]:
+    """The summary table with the signature and RHD charts beside it, then the rolling means."""
     stats = table(
         ["metric", "median", "mean", "last-window mean", "queries", "N/A"],
         [
@@ -59,7 +76,7 @@ def _group_section(g: GroupReport, window: int, anchor: str) -> Safe:
         g.rolling,
         title=f"Rolling mean over the last {window} queries",
         x_label="query (time order)",
-        thresholds={"θ = 0.5": 0.5, "θ(ERC) = 0.67": 0.67},
+        thresholds=_threshold_lines(thresholds),
         markers=[(float(t.position), f"trigger: {t.metric} {t.statistic} {t.value:.3f}") for t in g.triggers],
         width=640,
     )
@@ -75,57 +92,48 @@ def _group_section(g: GroupReport, window: int, anchor: str) -> Safe:
     figs = [sigs]
     if rhd_items:
         figs.append(plots.column_chart(rhd_items, title="RHD (eq. 33)", max_value=1.0, width=230))
-    parts += [row(stats, figures(*figs)), figures(rolling)]
+    return [row(stats, figures(*figs)), figures(rolling)]
 
-    parts.append(Safe("<h3>KG-update triggers</h3>"))
-    if g.triggers:
-        parts.append(
-            table(
-                [
-                    "after query",
-                    "when",
-                    "metric",
-                    "statistic",
-                    "value",
-                    "threshold",
-                    "stage",
-                    "signature",
-                    "levers",
-                ],
-                [
-                    [
-                        f"#{t.position} ({t.query_id})",
-                        _when(t.ts),
-                        t.metric,
-                        t.statistic,
-                        number(t.value),
-                        number(t.threshold),
-                        t.stage or "investigate",
-                        t.signature or "",
-                        Safe(
-                            '<ul class="levers">'
-                            + "".join(f"<li>{cell(lv)}</li>" for lv in t.levers)
-                            + "</ul>"
-                        ),
-                    ]
-                    for t in g.triggers
-                ],
-                numeric=(4, 5),
-            )  # fmt: skip
-        )
-    else:
-        parts.append(
-            Safe('<p class="note">No trigger fired: no rolling aggregate crossed its threshold.</p>')
-        )
 
-    parts.append(Safe("<h3>Worst queries per signature</h3>"))
+def _levers(levers: tuple[str, ...]) -> Safe:
+    return Safe('<ul class="levers">' + "".join(f"<li>{cell(lv)}</li>" for lv in levers) + "</ul>")
+
+
+_TRIGGER_COLUMNS = [
+    "after query",
+    "when",
+    "metric",
+    "statistic",
+    "value",
+    "threshold",
+    "stage",
+    "signature",
+    "levers",
+]
+
+
+def _triggers_part(g: GroupReport) -> list[object]:
+    parts: list[object] = [Safe("<h3>KG-update triggers</h3>")]
+    if not g.triggers:
+        note = "No trigger fired: no rolling aggregate crossed its threshold."
+        return [*parts, Safe(f'<p class="note">{note}</p>')]
+    rows = [
+        [f"#{t.position} ({t.query_id})", _when(t.ts), t.metric, t.statistic, number(t.value),
+         number(t.threshold), t.stage or "investigate", t.signature or "", _levers(t.levers)]
+        for t in g.triggers
+    ]  # fmt: skip
+    return [*parts, table(_TRIGGER_COLUMNS, rows, numeric=(4, 5))]
+
+
+def _worst_part(g: GroupReport) -> list[object]:
+    parts: list[object] = [Safe("<h3>Worst queries per signature</h3>")]
     if not g.worst:
         parts.append(Safe('<p class="note">No failing query.</p>'))
     for sig, queries in g.worst.items():
         remedy = REMEDIATION[sig]
         blocks: list[object] = [
             Safe(f'<p class="note">{cell(remedy.summary)} Stage: <b>{cell(remedy.stage or "-")}</b>.</p>'),
-            Safe('<ul class="levers">' + "".join(f"<li>{cell(lv)}</li>" for lv in remedy.levers) + "</ul>"),
+            _levers(remedy.levers),
         ]
         for q in queries:
             failed = q.failed
@@ -134,6 +142,11 @@ def _group_section(g: GroupReport, window: int, anchor: str) -> Safe:
                 head += f" — {failed.metric} = {number(failed.value)}"
             blocks.append(details(head, _trace_table(q)))
         parts.append(details(f"{sig} ({g.signatures.get(sig, 0)} queries)", *blocks, open_=True))
+    return parts
+
+
+def _group_section(g: GroupReport, window: int, anchor: str, thresholds: Mapping[str, float]) -> Safe:
+    parts = [*_group_figures(g, window, thresholds), *_triggers_part(g), *_worst_part(g)]
     return section(f"{g.label} — {len(g.queries)} queries", *parts, anchor=anchor)
 
 
@@ -203,7 +216,9 @@ def store_html(report: StoreReport) -> str:
             )
         )
     for i, g in enumerate(report.groups):
-        sections.append(_group_section(g, report.window, f"group-{i}"))
+        sections.append(
+            _group_section(g, report.window, f"group-{i}", report.thresholds or default_thresholds())
+        )
     sections.append(_scores_section(report.scores))
     if report.notes:
         sections.append(

@@ -13,13 +13,14 @@ from rich.table import Table
 from rich.text import Text
 
 from triage_plugins.diagnosis.chain import SIGNATURES
-from triage_plugins.report.compare_html import chain_funnel
+from triage_plugins.report.compare_html import chain_funnel, compare_columns
 from triage_plugins.report.data import CHAIN_METRICS
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from triage_plugins.apps.compare import CompareResult, MetricSummary
+    from triage_plugins.apps.compare import CompareResult, CompareRow, MetricSummary
+    from triage_plugins.metrics.registry import MetricRegistry
     from triage_plugins.metrics.result import MetricResult
     from triage_plugins.report.data import StoreReport
 
@@ -51,22 +52,7 @@ def _summary(s: MetricSummary | None, *, mean: bool = False) -> Text:
     return text
 
 
-def render_compare(result: CompareResult, console: Console) -> None:
-    """Print a :class:`~triage_plugins.apps.compare.CompareResult` as rich tables."""
-    from triage_plugins.apps.compare import (
-        GOLD_METRICS,
-        IMPLEMENTATION_METRICS,
-        USAGE_METRICS,
-        VALIDATION_METRICS,
-    )
-
-    console.print(
-        Text.assemble(
-            ("triage compare", "bold"),
-            f" — {result.corpus}, {result.questions} questions, seed {result.seed}, "
-            f"{result.feedback_rounds} feedback round(s)",
-        )
-    )
+def _frameworks_table(result: CompareResult, console: Console) -> None:
     frameworks = Table(title="Frameworks", title_justify="left")
     for col in ("framework", "mode", "status"):
         frameworks.add_column(col, no_wrap=True)
@@ -90,47 +76,45 @@ def render_compare(result: CompareResult, console: Console) -> None:
         if r.status != "ok":
             style = "bold red" if r.status == "failed" else "dim"
             console.print(Text.assemble((f"{r.framework} {r.status}: ", style), r.reason or ""))
-    ok = [r for r in result.rows if r.status == "ok"]
-    if not ok:
-        return
 
+
+def _kg_table(ok: list[CompareRow], columns: dict[str, tuple[str, ...]], console: Console) -> None:
+    impl, val = columns["implementation"], columns["validation"]
     kg = Table(title="KG Implementation (§4.1) and Validation (§4.2)", title_justify="left")
     kg.add_column("framework / mode", no_wrap=True)
-    for m in (*IMPLEMENTATION_METRICS, *VALIDATION_METRICS):
+    for m in (*impl, *val):
         kg.add_column(m, justify="right")
     for r in ok:
         kg.add_row(
             Text(r.label),
-            *(_metric(r.implementation.get(m)) for m in IMPLEMENTATION_METRICS),
-            *(_metric(r.validation.get(m)) for m in VALIDATION_METRICS),
+            *(_metric(r.implementation.get(m)) for m in impl),
+            *(_metric(r.validation.get(m)) for m in val),
         )
     console.print(kg)
 
-    ok = [r for r in ok if r.queries]
-    if not ok:
-        console.print(Text("no query was answered: no usage metrics", style="dim"))
-        _notes(result, console)
-        return
 
+def _usage_tables(ok: list[CompareRow], columns: dict[str, tuple[str, ...]], console: Console) -> None:
     usage = Table(title="KG Usage (§4.3): median per query (N/A count)", title_justify="left")
     usage.add_column("framework / mode", no_wrap=True)
     usage.add_column("queries", justify="right")
-    for m in USAGE_METRICS:
+    for m in columns["usage"]:
         usage.add_column(m, justify="right")
     for r in ok:
-        usage.add_row(Text(r.label), str(r.queries), *(_summary(r.usage.get(m)) for m in USAGE_METRICS))
+        usage.add_row(Text(r.label), str(r.queries), *(_summary(r.usage.get(m)) for m in columns["usage"]))
     console.print(usage)
 
     with_gold = [r for r in ok if r.gold is not None]
     if with_gold:
         gold = Table(title="Answer accuracy (gold; means)", title_justify="left")
         gold.add_column("framework / mode")
-        for m in GOLD_METRICS:
+        for m in columns["gold"]:
             gold.add_column(m, justify="right")
         for r in with_gold:
-            gold.add_row(Text(r.label), *(_summary(r.gold.get(m), mean=True) for m in GOLD_METRICS))  # type: ignore[union-attr]
+            gold.add_row(Text(r.label), *(_summary(r.gold.get(m), mean=True) for m in columns["gold"]))  # type: ignore[union-attr]
         console.print(gold)
 
+
+def _chain_tables(ok: list[CompareRow], console: Console) -> None:
     present = [s for s in _SIG_ORDER if any(r.signatures.get(s) for r in ok)]
     sigs = Table(title="Chain signatures (§4.5): queries", title_justify="left")
     sigs.add_column("framework / mode", no_wrap=True)
@@ -155,16 +139,49 @@ def render_compare(result: CompareResult, console: Console) -> None:
         )
     console.print(funnel)
 
+
+def _rounds_table(ok: list[CompareRow], console: Console) -> None:
     with_rounds = [r for r in ok if r.rounds]
-    if with_rounds:
-        n = max(len(r.rounds) for r in with_rounds)
-        rounds = Table(title="Hits@1 per feedback round (EvoRAG reweighting)", title_justify="left")
-        rounds.add_column("framework / mode")
-        for i in range(n):
-            rounds.add_column(f"round {i}", justify="right")
-        for r in with_rounds:
-            rounds.add_row(Text(r.label), *(_num(s.hits_at_1) for s in r.rounds))
-        console.print(rounds)
+    if not with_rounds:
+        return
+    n = max(len(r.rounds) for r in with_rounds)
+    rounds = Table(title="Hits@1 per feedback round (EvoRAG reweighting)", title_justify="left")
+    rounds.add_column("framework / mode")
+    for i in range(n):
+        rounds.add_column(f"round {i}", justify="right")
+    for r in with_rounds:
+        rounds.add_row(Text(r.label), *(_num(s.hits_at_1) for s in r.rounds))
+    console.print(rounds)
+
+
+def render_compare(
+    result: CompareResult, console: Console, *, registry: MetricRegistry | None = None
+) -> None:
+    """Print a :class:`~triage_plugins.apps.compare.CompareResult` as rich tables.
+
+    :param registry: whose metric columns to show (default: the registry ``triage compare`` scores with).
+    """
+    console.print(
+        Text.assemble(
+            ("triage compare", "bold"),
+            f" — {result.corpus}, {result.questions} questions, seed {result.seed}, "
+            f"{result.feedback_rounds} feedback round(s)",
+        )
+    )
+    _frameworks_table(result, console)
+    ok = [r for r in result.rows if r.status == "ok"]
+    if not ok:
+        return
+    columns = compare_columns(registry)
+    _kg_table(ok, columns, console)
+    ok = [r for r in ok if r.queries]
+    if not ok:
+        console.print(Text("no query was answered: no usage metrics", style="dim"))
+        _notes(result, console)
+        return
+    _usage_tables(ok, columns, console)
+    _chain_tables(ok, console)
+    _rounds_table(ok, console)
     _notes(result, console)
 
 

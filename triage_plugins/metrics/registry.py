@@ -1,0 +1,447 @@
+"""THE list of metrics: one :class:`MetricSpec` per TRIAGE metric, in the order of TRIAGE Table 2.
+
+Everything that shows or computes metrics derives its columns from a :class:`MetricRegistry`:
+:func:`~triage_plugins.metrics.usage.usage_metrics` and the usage plugin (which per-query metrics,
+written when), ``triage score`` (its tables and the per-query chain columns), ``triage compare``
+(the Implementation / Validation / Usage / gold columns, :meth:`MetricRegistry.columns`), both
+reports, the diagnostic chain (:attr:`MetricRegistry.chain`, its order and signatures) and the default
+chain thresholds (:meth:`MetricRegistry.thresholds`,
+:data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
+
+:data:`BUILTIN_METRICS` holds the metrics this package defines. :func:`metric_registry` adds the ones
+plugins register through the hook ``triage_register_metrics(register)`` (after simonw/llm's
+``register_models``): the plugins of a manager, given ones, or by default the ``triage`` entry-point
+plugins. A third-party usage metric is one function with the per-query signature
+``f(retrieval, generation=None, *, grounder=None, closed_book=None) -> MetricResult`` plus its spec::
+
+    @hookimpl
+    def triage_register_metrics(register):
+        register(MetricSpec("ANS", "Answered", "usage", "generation", answered, "plugin"))
+
+It is then computed by the usage plugin and ``triage score`` and shown by ``triage compare`` and both
+reports. A plugin's metric cannot join the diagnostic chain (its signatures and remediation map are
+fixed by TRIAGE §4.5), and a symbol registered twice is a :class:`~triage_plugins.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.metrics import completion as C
+from triage_plugins.metrics import extraction as X
+from triage_plugins.metrics import usage as U
+from triage_plugins.metrics import validation as V
+from triage_plugins.metrics.result import MetricResult
+
+if TYPE_CHECKING:
+    from triage_plugins.runtime.manager import TriageManager
+
+__all__ = [
+    "BUILTIN_METRICS",
+    "LinkSpec",
+    "MetricRegistry",
+    "MetricSpec",
+    "Phase",
+    "Stage",
+    "metric_registry",
+]
+
+log = logging.getLogger("triage.metrics.registry")
+
+Phase = Literal["implementation", "validation", "usage"]
+Stage = Literal["extraction", "completion", "graph", "retrieval", "generation", "closed_book", "population"]
+
+STAGES: dict[str, tuple[str, ...]] = {
+    "implementation": ("extraction", "completion"),
+    "validation": ("graph",),
+    "usage": ("retrieval", "generation", "closed_book", "population"),
+}
+"""The stages of each phase: what a metric is computed over, or for usage metrics when it is known."""
+
+PER_QUERY: tuple[str, ...] = ("retrieval", "generation", "closed_book")
+"""Usage stages with one value per query (``population`` ratios have none)."""
+
+Group = Literal["implementation", "validation", "usage", "gold"]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    """A metric's place in the diagnostic chain QGR → ERC → RRS → ARF → AGR (TRIAGE §4.5, Fig. 5).
+
+    :param position: 1 for the first link.
+    :param threshold: the default θ; the link fails when ``value < θ`` (DESIGN §4).
+    :param signature: the failure signature when this is the first link to fail.
+    :param meaning: what failing this link means, in a few words.
+    """
+
+    position: int
+    threshold: float
+    signature: str
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric: what it is, where the paper defines it, how it is computed and how to read it.
+
+    :param symbol: the paper's symbol, the registry key and the :class:`MetricResult` name (``"ERC"``).
+    :param name: the display name (``"Entity Retrieval Coverage"``).
+    :param phase: the TKG phase of TRIAGE Table 2: ``"implementation"``, ``"validation"`` or ``"usage"``.
+    :param stage: what it is computed over: ``"extraction"`` events or a ``"completion"`` probe
+        (implementation), the ``"graph"`` (validation); for usage, when a query's value is known:
+        at ``"retrieval"``, with the answer (``"generation"``), with the closed-book answer too
+        (``"closed_book"``), or only over a query set (``"population"``).
+    :param function: the pure metric function. A per-query usage metric's signature is
+        ``f(retrieval, generation=None, *, grounder=None, closed_book=None) -> MetricResult``;
+        implementation and validation functions are those of their modules.
+    :param section: where the paper defines it (``"§4.3.2, eq. 26"``, or a plugin's own reference).
+    :param needs_gold: needs gold annotations (Table 2's †: offline calibration, not deployment).
+    :param link: its place in the diagnostic chain, or ``None``.
+    :param higher_is_better: ``True`` for coverage-like ratios, ``False`` for costs and error rates,
+        ``None`` when neither (a distribution, a signed difference).
+    :param value_range: the closed range of values, or ``None`` when unbounded (a count, a rank).
+    :param headline: shown as a column of ``triage compare`` and of the store report's summaries
+        (``False`` for variants, gold-reference checks and metrics shown another way, such as RHD's
+        distribution).
+    :param kernel: a built-in per-query usage metric's computation over the shared
+        :class:`~triage_plugins.metrics.usage.QueryView` (a plugin's metric leaves it ``None`` and
+        ``function`` is called).
+    """
+
+    symbol: str
+    name: str
+    phase: Phase
+    stage: Stage
+    function: Callable[..., Any]
+    section: str
+    needs_gold: bool = False
+    link: LinkSpec | None = None
+    higher_is_better: bool | None = True
+    value_range: tuple[float, float] | None = (0.0, 1.0)
+    headline: bool = True
+    kernel: Callable[[U.QueryView], MetricResult] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.symbol, str) or not self.symbol.strip():
+            raise ConfigError(f"MetricSpec.symbol must be a non-empty string, got {self.symbol!r}")
+        if self.phase not in STAGES:
+            raise ConfigError(
+                f"metric {self.symbol}: phase must be one of {', '.join(STAGES)}, got {self.phase!r}"
+            )
+        if self.stage not in STAGES[self.phase]:
+            raise ConfigError(
+                f"metric {self.symbol}: a {self.phase} metric's stage is one of "
+                f"{', '.join(STAGES[self.phase])}, got {self.stage!r}"
+            )
+        if not callable(self.function):
+            raise ConfigError(f"metric {self.symbol}: function must be callable, got {self.function!r}")
+        if self.link is not None and (self.phase != "usage" or self.stage not in PER_QUERY):
+            raise ConfigError(f"metric {self.symbol}: only a per-query usage metric can be a chain link")
+        if self.value_range is not None and not self.value_range[0] <= self.value_range[1]:
+            raise ConfigError(
+                f"metric {self.symbol}: value_range must be (low, high), got {self.value_range!r}"
+            )
+
+    @property
+    def per_query(self) -> bool:
+        """A usage metric with one value per query."""
+        return self.phase == "usage" and self.stage in PER_QUERY
+
+
+class MetricRegistry:
+    """An ordered list of :class:`MetricSpec`, one per symbol; built-ins first, then plugins' in the
+    order they registered.
+
+    :param specs: the initial specs (chain links allowed: this is how the built-ins are declared).
+    """
+
+    def __init__(self, specs: Iterable[MetricSpec] = (), *, origin: str = "built-in") -> None:
+        self._specs: dict[str, MetricSpec] = {}
+        self._origin: dict[str, str] = {}
+        self._cache: dict[str, Any] = {}
+        for spec in specs:
+            self._add(spec, origin)
+
+    def _add(self, spec: MetricSpec, origin: str) -> None:
+        if not isinstance(spec, MetricSpec):
+            raise ConfigError(f"register() takes a MetricSpec, got {type(spec).__name__}")
+        if spec.symbol in self._specs:
+            raise ConfigError(
+                f"metric {spec.symbol!r} is already registered ({self._origin[spec.symbol]}); "
+                "choose another symbol"
+            )
+        self._specs[spec.symbol] = spec
+        self._origin[spec.symbol] = origin
+        self._cache.clear()
+
+    def register(self, spec: MetricSpec, *, origin: str = "registered") -> None:
+        """Add ``spec`` (what ``triage_register_metrics``' ``register`` does).
+
+        :raises ConfigError: its symbol is already registered, or it claims a chain link (the chain
+            and its remediation map are fixed, TRIAGE §4.5).
+        """
+        if isinstance(spec, MetricSpec) and spec.link is not None:
+            raise ConfigError(
+                f"metric {spec.symbol!r}: a registered metric cannot join the diagnostic chain "
+                f"({' → '.join(s.symbol for s in self.chain)} is fixed by TRIAGE §4.5); drop its link"
+            )
+        self._add(spec, origin)
+
+    def copy(self) -> MetricRegistry:
+        """A registry with the same specs, to register more into."""
+        out = MetricRegistry()
+        out._specs, out._origin = dict(self._specs), dict(self._origin)
+        return out
+
+    # ------------------------------------------------------------------ reading
+
+    def __iter__(self) -> Iterator[MetricSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __contains__(self, symbol: object) -> bool:
+        return symbol in self._specs
+
+    def __getitem__(self, symbol: str) -> MetricSpec:
+        return self._specs[symbol]
+
+    def get(self, symbol: str) -> MetricSpec | None:
+        return self._specs.get(symbol)
+
+    def origin(self, symbol: str) -> str:
+        """``"built-in"`` or the name of the plugin that registered ``symbol``."""
+        return self._origin[symbol]
+
+    def select(
+        self,
+        *,
+        phase: Phase | None = None,
+        stage: Stage | None = None,
+        needs_gold: bool | None = None,
+        headline: bool | None = None,
+    ) -> tuple[MetricSpec, ...]:
+        """The specs matching every given filter, in registry order."""
+        return tuple(
+            s
+            for s in self._specs.values()
+            if (phase is None or s.phase == phase)
+            and (stage is None or s.stage == stage)
+            and (needs_gold is None or s.needs_gold == needs_gold)
+            and (headline is None or s.headline == headline)
+        )
+
+    def symbols(self, **filters: Any) -> tuple[str, ...]:
+        """The symbols of :meth:`select` (same filters)."""
+        return tuple(s.symbol for s in self.select(**filters))
+
+    def _cached(self, key: str, build: Callable[[], Any]) -> Any:
+        value = self._cache.get(key)
+        if value is None:
+            value = self._cache[key] = build()
+        return value
+
+    @property
+    def per_query(self) -> tuple[MetricSpec, ...]:
+        """The per-query usage metrics, what :func:`~triage_plugins.metrics.usage.usage_metrics` computes."""
+        return self._cached("per_query", lambda: tuple(s for s in self if s.per_query))
+
+    @property
+    def chain(self) -> tuple[MetricSpec, ...]:
+        """The chain links, in chain order (QGR → ERC → RRS → ARF → AGR)."""
+
+        def build() -> tuple[MetricSpec, ...]:
+            return tuple(sorted((s for s in self if s.link is not None), key=lambda s: s.link.position))  # type: ignore[union-attr]
+
+        return self._cached("chain", build)
+
+    def thresholds(self) -> dict[str, float]:
+        """The default θ of each chain link, in chain order."""
+        return {s.symbol: s.link.threshold for s in self.chain}  # type: ignore[union-attr]
+
+    def columns(self, group: Group) -> tuple[str, ...]:
+        """The headline symbols of one table group: ``"implementation"``, ``"validation"``,
+        ``"usage"`` (gold-free per-query usage metrics) or ``"gold"`` (gold-requiring ones)."""
+        if group in ("implementation", "validation"):
+            return self.symbols(phase=group, headline=True)
+        if group not in ("usage", "gold"):
+            raise ConfigError(
+                f"column group must be implementation, validation, usage or gold, got {group!r}"
+            )
+        gold = group == "gold"
+        return tuple(s.symbol for s in self.per_query if s.headline and s.needs_gold == gold)
+
+
+# --------------------------------------------------------------------------- the built-in metrics
+
+
+def _usage(
+    symbol: str,
+    name: str,
+    stage: Stage,
+    function: Callable[..., MetricResult],
+    kernel: Callable[[U.QueryView], MetricResult] | None,
+    section: str,
+    **kwargs: Any,
+) -> MetricSpec:
+    return MetricSpec(symbol, name, "usage", stage, function, section, kernel=kernel, **kwargs)
+
+
+_LOWER = {"higher_is_better": False}
+_COUNT = {"value_range": None}
+
+BUILTIN_METRICS = MetricRegistry(
+    (
+        # KG Implementation (TRIAGE §4.1)
+        MetricSpec("TCS", "Triple Confidence Score", "implementation", "extraction", X.triple_confidence_score, "§4.1.2, eq. 7"),
+        MetricSpec("SCR", "Source Coverage Ratio", "implementation", "extraction", X.source_coverage_ratio, "§4.1.2, eq. 8"),
+        MetricSpec("EC", "Extraction Consistency", "implementation", "extraction", X.extraction_consistency, "§4.1.2, eq. 9"),
+        MetricSpec("EC_soft", "Semantic Extraction Consistency", "implementation", "extraction", X.semantic_extraction_consistency, "§4.1.2, eq. 9 with eq. 4", headline=False),
+        MetricSpec("CSC", "Cross-Source Corroboration", "implementation", "extraction", X.cross_source_corroboration, "§4.1.2, eq. 10"),
+        MetricSpec("EntRatio", "Entailment Ratio", "implementation", "extraction", X.entailment_ratio, "§4.1.1, eq. 5 (after [24])", headline=False),
+        MetricSpec("SC", "Schema Compliance Rate", "implementation", "extraction", X.schema_compliance_rate, "§4.1.2, eq. 11–12"),
+        MetricSpec("CVR", "Constraint Violation Rate", "implementation", "extraction", X.constraint_violation_rate, "§4.1.2, eq. 13", headline=False, **_LOWER),
+        *(
+            MetricSpec(f"CVR_{c}", f"Constraint Violation Rate ({c})", "implementation", "extraction",
+                       functools.partial(X.constraint_violation_rate, constraint=c), "§4.1.2, eq. 13", headline=False, **_LOWER)
+            for c in X.CONSTRAINTS
+        ),
+        MetricSpec("CSR_link", "Canonicalization Success Rate", "implementation", "extraction", X.canonicalization_success_rate, "§4.1.2, eq. 14"),
+        MetricSpec("EAR", "Evidence Attribution Rate", "implementation", "extraction", X.evidence_attribution_rate, "§4.1.2, eq. 15"),
+        MetricSpec("TRIAGE-TI", "Aggregated Trustworthiness Index", "implementation", "extraction", X.trustworthiness_index, "§4.1.2, eq. 16", headline=False),
+        MetricSpec("MR", "Mean Rank", "implementation", "completion", C.mean_rank, "§4.1.3", headline=False, **_LOWER, **_COUNT),
+        MetricSpec("MRR", "Mean Reciprocal Rank", "implementation", "completion", C.mean_reciprocal_rank, "§4.1.3", headline=False),
+        MetricSpec("Hits@K", "Hits@K (link prediction)", "implementation", "completion", C.hits_at_k, "§4.1.3", headline=False),
+        MetricSpec("MRR_type", "Ontology-constrained MRR", "implementation", "completion", C.type_constrained_mrr, "§4.1.3, eq. 17", headline=False),
+        MetricSpec("ECE", "Calibration of completion confidence", "implementation", "completion", C.expected_calibration_error, "§4.1.3, eq. 18 (after [19])", headline=False, **_LOWER),
+        MetricSpec("cos", "Embedding Similarity", "implementation", "extraction", X.embedding_similarity, "§4.1.1, eq. 1 (after [47])", needs_gold=True, headline=False, value_range=(-1.0, 1.0)),
+        MetricSpec("Score", "Component Score", "implementation", "extraction", X.component_score, "§4.1.1, eq. 2", needs_gold=True, headline=False),
+        MetricSpec("Soft-F1", "Soft-F1", "implementation", "extraction", X.soft_f1, "§4.1.1, eq. 3–4 (after [5])", needs_gold=True, headline=False),
+        MetricSpec("TFI", "Triple Fidelity Index", "implementation", "extraction", X.triple_fidelity_index, "§4.1.1, eq. 6", needs_gold=True, headline=False),
+        # KG Validation (TRIAGE §4.2)
+        MetricSpec("LC", "Logical Consistency", "validation", "graph", V.logical_consistency, "§4.2, eq. 19 (after [2])"),
+        MetricSpec("OC", "Ontology Coverage", "validation", "graph", V.ontology_coverage, "§4.2, eq. 20"),
+        MetricSpec("DNR", "Dead Node Ratio", "validation", "graph", V.dead_node_ratio, "§4.2, eq. 21", **_LOWER),
+        MetricSpec("SRR", "Semantic Redundancy Rate", "validation", "graph", V.semantic_redundancy_rate, "§4.2, eq. 22", **_LOWER),
+        MetricSpec("COR", "Correctness", "validation", "graph", V.correctness, "§4.2, eq. 23 (after [2])", needs_gold=True, headline=False),
+        MetricSpec("CMP", "Completeness", "validation", "graph", V.completeness, "§4.2, eq. 24 (after [2])", needs_gold=True, headline=False),
+        # KG Usage (TRIAGE §4.3)
+        _usage("QGR", "Query Grounding Rate", "retrieval", U.query_grounding_rate, U.QueryView.qgr, "§4.3.2, eq. 25",
+               link=LinkSpec(1, 0.5, "out_of_scope", "entities not grounded in the KG")),
+        _usage("ERC", "Entity Retrieval Coverage", "retrieval", U.entity_retrieval_coverage, U.QueryView.erc, "§4.3.2, eq. 26",
+               link=LinkSpec(2, 0.67, "retrieval_gap", "in the KG, not retrieved")),
+        _usage("ERP", "Entity Retrieval Precision", "retrieval", U.entity_retrieval_precision, U.QueryView.erp, "§4.3.2, eq. 27"),
+        _usage("RRS", "Reasoning Readiness Score", "retrieval", U.reasoning_readiness_score, U.QueryView.rrs, "§4.3.2, eq. 28",
+               link=LinkSpec(3, 0.5, "connectivity_gap", "retrieved, not connected")),
+        _usage("RPC", "Retrieval Path Cost", "retrieval", U.retrieval_path_cost, U.QueryView.rpc, "§4.3.2, eq. 29", **_LOWER, **_COUNT),
+        _usage("RHD", "Reasoning Hop Depth", "retrieval", U.reasoning_hop_depth, U.QueryView.rhd, "§4.3.3, eq. 33",
+               headline=False, higher_is_better=None, **_COUNT),
+        _usage("AGR", "Answer Grounding Rate", "generation", U.answer_grounding_rate, U.QueryView.agr, "§4.3.3, eq. 30",
+               link=LinkSpec(5, 0.5, "generation_gap", "answer not grounded in the retrieved evidence")),
+        _usage("AUR", "Answer Utilization Rate", "generation", U.answer_utilization_rate, U.QueryView.aur, "§4.3.3, eq. 31"),
+        _usage("ARF", "Answer Reasoning Faithfulness", "generation", U.answer_reasoning_faithfulness, U.QueryView.arf, "§4.3.3, eq. 32",
+               link=LinkSpec(4, 0.5, "relational_gap", "connected, relation not stated")),
+        _usage("KNI", "KG Net Impact", "closed_book", U.kg_net_impact, U.QueryView.kni, "§4.3.5 (after [33])",
+               headline=False, higher_is_better=None, value_range=(-1.0, 1.0)),
+        _usage("GPC", "Gold Path Coverage", "retrieval", U.gold_path_coverage, U.QueryView.gpc, "§4.3.4, eq. 34", needs_gold=True, headline=False),
+        _usage("RPP", "Retrieval Path Precision", "retrieval", U.retrieval_path_precision, U.QueryView.rpp, "§4.3.4, eq. 35", needs_gold=True, headline=False),
+        _usage("RPR", "Retrieval Path Recall", "retrieval", U.retrieval_path_recall, U.QueryView.rpr, "§4.3.4, eq. 35", needs_gold=True, headline=False),
+        _usage("CC", "Context Coverage", "retrieval", U.context_coverage, U.QueryView.cc, "§4.3.5 (after [65])", needs_gold=True),
+        _usage("Hits@1", "Answer Correctness (Hits@1)", "generation", U.hits_at_1, U.QueryView.hits1, "§4.3.4 (after [64])", needs_gold=True),
+        _usage("F1", "Answer Correctness (F1)", "generation", U.answer_f1, U.QueryView.f1, "§4.3.4 (after [64])", needs_gold=True),
+        _usage("RFR", "Reasoning Failure Rate", "population", U.reasoning_failure_rate, None, "§4.3.5 (after [65])",
+               needs_gold=True, headline=False, **_LOWER),
+        _usage("HHR", "Hard Hits Rate", "population", U.hard_hits_rate, None, "§4.3.5 (after [70])",
+               needs_gold=True, headline=False, value_range=None),
+    )
+)  # fmt: skip
+"""The metrics this package defines, in the order of TRIAGE Table 2 within each phase."""
+
+
+# --------------------------------------------------------------------------- plugins' metrics
+
+_by_manager: weakref.WeakKeyDictionary[Any, MetricRegistry] = weakref.WeakKeyDictionary()
+_from_entry_points: MetricRegistry | None = None
+
+
+def _register_all(plugins: Iterable[tuple[str, object]]) -> MetricRegistry:
+    """The built-ins plus what each plugin's ``triage_register_metrics`` registers, in plugin order."""
+    from triage_plugins.contract.hookspecs import PROJECT
+
+    registry = BUILTIN_METRICS.copy()
+    for name, plugin in plugins:
+        hook = getattr(plugin, "triage_register_metrics", None)
+        if hook is None or not hasattr(hook, f"{PROJECT}_impl"):
+            continue
+        try:
+            hook(register=functools.partial(registry.register, origin=f"plugin {name!r}"))
+        except ConfigError as exc:
+            raise ConfigError(f"plugin {name!r}: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is a configuration error, said at once
+            raise ConfigError(
+                f"plugin {name!r}: triage_register_metrics raised {type(exc).__name__}: {exc}"
+            ) from exc
+    return registry
+
+
+def _manager_plugins(manager: TriageManager) -> list[tuple[str, object]]:
+    return [
+        (info.name, manager.get_plugin(info.name))
+        for info in manager.plugins()
+        if "triage_register_metrics" in info.hooks
+    ]
+
+
+def _entry_point_plugins() -> list[tuple[str, object]]:
+    """The ``triage`` entry-point plugins (those ``TRIAGE_DISABLE_PLUGINS`` blocks skipped); one that
+    fails to load is logged and skipped, as the manager does."""
+    from importlib import metadata
+
+    from triage_plugins.contract.hookspecs import PROJECT
+
+    blocked = {p.strip() for p in os.environ.get("TRIAGE_DISABLE_PLUGINS", "").split(",") if p.strip()}
+    out = []
+    for ep in metadata.entry_points(group=PROJECT):
+        if ep.name in blocked:
+            continue
+        try:
+            out.append((ep.name, ep.load()))
+        except Exception as exc:  # noqa: BLE001 - an uninstallable plugin must not stop the others
+            log.error("entry-point plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
+    return out
+
+
+def metric_registry(
+    manager: TriageManager | None = None,
+    *,
+    plugins: Iterable[object] | None = None,
+    refresh: bool = False,
+) -> MetricRegistry:
+    """The built-in metrics plus those plugins register through ``triage_register_metrics``.
+
+    :param manager: read the plugins registered on this manager (its default, entry-point and
+        ``register()``-ed plugins); the result is kept per manager, so the hook is called once.
+    :param plugins: read these plugin objects instead (not kept).
+    :param refresh: without ``manager`` or ``plugins`` the ``triage`` entry-point plugins are read,
+        once per process; ``refresh=True`` reads them again (after installing a plugin, in tests).
+    :raises ConfigError: a plugin registered a symbol twice, or its hook failed.
+    """
+    global _from_entry_points
+    if plugins is not None:
+        return _register_all((getattr(p, "__name__", None) or type(p).__name__, p) for p in plugins)
+    if manager is not None:
+        registry = _by_manager.get(manager)
+        if registry is None or refresh:
+            registry = _by_manager[manager] = _register_all(_manager_plugins(manager))
+        return registry
+    if _from_entry_points is None or refresh:
+        _from_entry_points = _register_all(_entry_point_plugins())
+    return _from_entry_points
