@@ -6,14 +6,14 @@ every world question, interleaving plain and instrumented runs:
 
 1. **context step** — what the instrumentation touches before the answer is generated:
    ``context_builder.build_context(query)`` followed by the ``on_context`` callback. Plain: GraphRAG's
-   no-op callback. Instrumented: :func:`triage_graphrag.query_callbacks` (built per query) whose
+   no-op callback. Instrumented: ``GraphRAGInstrumentor.query_callbacks`` (built per query) whose
    ``on_context`` builds the retrieval event (short ids -> stable ids, grounding), queues it and asks
    the gate synchronously (default plugins: recorder, usage metrics, gate, feedback learner, SQLite
    store). The manager's background worker is flushed, untimed, after each instrumented run (in a real
    query it works during the LLM call); "inline" repeats it with a synchronous manager, every handler
    and SQLite write on the timed path (the worst case).
-2. **whole search** — ``graphrag.api.local_search`` vs ``triage_graphrag.local_search`` (reweighting off).
-3. **reweighting on** (for information): ``triage_graphrag.local_search`` with ``reweight=True``.
+2. **whole search** — ``graphrag.api.local_search`` vs ``GraphRAGInstrumentor.local_search`` (reweighting off).
+3. **reweighting on** (for information): the same with ``reweight=True``.
 
 Target: median ratio ≤ 1.05 on the context step. Run::
 
@@ -28,6 +28,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -50,16 +51,23 @@ def build(root: Path, seed: int) -> None:
         raise SystemExit(f"index build failed in {failed}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=Path("/tmp/bench-graphrag"))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--passes", type=int, default=3)
-    args = parser.parse_args()
-
-    import graphrag.api as api
+def load(root: Path, seed: int) -> tuple[Any, dict[str, Any], list[str]]:
+    """The offline config, the output tables and the world's questions (index built if needed)."""
     import pandas as pd
-    from graphrag.callbacks.noop_query_callbacks import NoopQueryCallbacks
+
+    from triage_graphrag.offline import offline_config
+    from triage_plugins.offline.world import generate_world
+
+    t0 = time.perf_counter()
+    build(root, seed)
+    print(f"index: {root} ({time.perf_counter() - t0:.1f} s incl. build if needed)")
+    names = ("entities", "communities", "community_reports", "text_units", "relationships")
+    frames = {n: pd.read_parquet(root / "output" / f"{n}.parquet") for n in names}
+    return offline_config(root), frames, [q.text for q in generate_world(seed).questions]
+
+
+def local_engine(config: Any, f: dict[str, Any]) -> Any:
+    """GraphRAG's own local search engine over the tables (for the context step)."""
     from graphrag.config.embeddings import entity_description_embedding
     from graphrag.query.factory import get_local_search_engine
     from graphrag.query.indexer_adapters import (
@@ -70,25 +78,7 @@ def main() -> None:
     )
     from graphrag.utils.api import get_embedding_store
 
-    import triage_graphrag
-    from triage_graphrag.offline import offline_config
-    from triage_plugins.contract.config import TriageConfig
-    from triage_plugins.offline.world import generate_world
-    from triage_plugins.runtime.manager import TriageManager
-
-    t0 = time.perf_counter()
-    build(args.root, args.seed)
-    print(f"index: {args.root} ({time.perf_counter() - t0:.1f} s incl. build if needed)")
-    config = offline_config(args.root)
-    names = ("entities", "communities", "community_reports", "text_units", "relationships")
-    f = {n: pd.read_parquet(args.root / "output" / f"{n}.parquet") for n in names}
-    questions = [q.text for q in generate_world(args.seed).questions]
-    print(
-        f"graph: {len(f['entities'])} entities, {len(f['relationships'])} relationships, "
-        f"{len(f['text_units'])} text units; {len(questions)} questions x {args.passes} passes"
-    )
-
-    engine = get_local_search_engine(
+    return get_local_search_engine(
         config=config,
         reports=read_indexer_reports(f["community_reports"], f["communities"], 2),
         text_units=read_indexer_text_units(f["text_units"]),
@@ -100,74 +90,85 @@ def main() -> None:
         ),
         response_type="Multiple Paragraphs",
     )
-    store = args.root / "bench.sqlite"
-    store.unlink(missing_ok=True)
-    manager = TriageManager(store=store)
-    noop = NoopQueryCallbacks()
 
-    def context_plain(q: str) -> float:
+
+class Runs:
+    """The timed runs: the context step and the whole search, plain and instrumented."""
+
+    def __init__(self, config: Any, frames: dict[str, Any], engine: Any) -> None:
+        from graphrag.callbacks.noop_query_callbacks import NoopQueryCallbacks
+
+        self.config, self.f, self.engine = config, frames, engine
+        self.noop = NoopQueryCallbacks()
+
+    def context_plain(self, q: str) -> float:
         start = time.perf_counter()
-        result = engine.context_builder.build_context(query=q, **engine.context_builder_params)
-        noop.on_context(result.context_records)
+        result = self.engine.context_builder.build_context(query=q, **self.engine.context_builder_params)
+        self.noop.on_context(result.context_records)
         return time.perf_counter() - start
 
-    def context_triage(q: str, mgr: TriageManager) -> float:
+    def context_triage(self, q: str, inst: Any) -> float:
+        f = self.f
         start = time.perf_counter()
-        cb = triage_graphrag.query_callbacks(
-            q, f["entities"], f["relationships"], f["text_units"], f["communities"], manager=mgr
-        )
-        result = engine.context_builder.build_context(query=q, **engine.context_builder_params)
+        cb = inst.query_callbacks(q, f["entities"], f["relationships"], f["text_units"], f["communities"])
+        result = self.engine.context_builder.build_context(query=q, **self.engine.context_builder_params)
         cb.on_context(result.context_records)
         elapsed = time.perf_counter() - start
-        mgr.flush()  # untimed: the worker's handlers run off the host's path (during the LLM call)
+        inst.flush()  # untimed: the worker's handlers run off the host's path (during the LLM call)
         return elapsed
 
-    async def search_plain(q: str) -> float:
+    async def search_plain(self, q: str) -> float:
+        import graphrag.api as api
+
+        f = self.f
         start = time.perf_counter()
         await api.local_search(
-            config, f["entities"], f["communities"], f["community_reports"], f["text_units"],
+            self.config, f["entities"], f["communities"], f["community_reports"], f["text_units"],
             f["relationships"], None, 2, "Multiple Paragraphs", q,
         )  # fmt: skip
         return time.perf_counter() - start
 
-    async def search_triage(q: str, mgr: TriageManager) -> float:
+    async def search_triage(self, q: str, inst: Any) -> float:
+        f = self.f
         start = time.perf_counter()
-        await triage_graphrag.local_search(
-            config, f["entities"], f["communities"], f["community_reports"], f["text_units"],
-            f["relationships"], None, 2, "Multiple Paragraphs", q, manager=mgr,
+        await inst.local_search(
+            self.config, f["entities"], f["communities"], f["community_reports"], f["text_units"],
+            f["relationships"], None, 2, "Multiple Paragraphs", q,
         )  # fmt: skip
         return time.perf_counter() - start
 
-    for path in ("bench-reweight.sqlite", "bench-sync.sqlite"):
-        (args.root / path).unlink(missing_ok=True)
-    reweighting = TriageManager(store=args.root / "bench-reweight.sqlite", config=TriageConfig(reweight=True))
-    inline = TriageManager(store=args.root / "bench-sync.sqlite", synchronous=True)
-    context_triage(questions[0], manager)  # warm caches: the tables are built once per set of frames
-    asyncio.run(search_triage(questions[0], reweighting))
+
+def run_passes(
+    runs: Runs, questions: list[str], passes: int, observed: Any, reweighting: Any, inline: Any
+) -> dict[str, list[float]]:
+    """Every question per pass, plain and instrumented interleaved (which runs first alternates)."""
+    runs.context_triage(questions[0], observed)  # warm caches: the tables are built once per set of frames
+    asyncio.run(runs.search_triage(questions[0], reweighting))
     keys = ("ctx_plain", "ctx_triage", "ctx_inline", "s_plain", "s_triage", "s_reweight")
     times: dict[str, list[float]] = {k: [] for k in keys}
-    for p in range(args.passes):
+    for p in range(passes):
         for i, q in enumerate(questions):
             first_plain = (i + p) % 2 == 0  # alternate which side runs first
             pair = [
-                ("ctx_plain", lambda q=q: context_plain(q)),
-                ("ctx_triage", lambda q=q: context_triage(q, manager)),
+                ("ctx_plain", lambda q=q: runs.context_plain(q)),
+                ("ctx_triage", lambda q=q: runs.context_triage(q, observed)),
             ]
             for key, fn in pair if first_plain else pair[::-1]:
                 times[key].append(fn())
-            times["ctx_inline"].append(context_triage(q, inline))
+            times["ctx_inline"].append(runs.context_triage(q, inline))
             order = [
-                ("s_plain", lambda q=q: search_plain(q)),
-                ("s_triage", lambda q=q: search_triage(q, manager)),
+                ("s_plain", lambda q=q: runs.search_plain(q)),
+                ("s_triage", lambda q=q: runs.search_triage(q, observed)),
             ]
             for key, fn in order if first_plain else order[::-1]:
                 times[key].append(asyncio.run(fn()))
-            times["s_reweight"].append(asyncio.run(search_triage(q, reweighting)))
-            manager.flush()
+            times["s_reweight"].append(asyncio.run(runs.search_triage(q, reweighting)))
+            observed.flush()
             reweighting.flush()
-    manager.flush()
-    reweighting.flush()
+    return times
 
+
+def report(times: dict[str, list[float]], observed: Any) -> None:
     def ms(xs: list[float]) -> str:
         return f"median {statistics.median(xs) * 1e3:7.2f} ms  mean {statistics.fmean(xs) * 1e3:7.2f} ms"
 
@@ -189,12 +190,42 @@ def main() -> None:
     ratio = statistics.median(times["s_triage"]) / statistics.median(times["s_plain"])
     print(f"local search  ratio (medians) {ratio:.3f}; reweighting on / plain "
           f"{statistics.median(times['s_reweight']) / statistics.median(times['s_plain']):.3f}")  # fmt: skip
+    m = observed.manager
+    print(f"store: {m.store.counts()}, dropped events: {m.dropped}, plugin failures: {dict(m.failures)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path("/tmp/bench-graphrag"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+
+    from triage_graphrag import GraphRAGInstrumentor
+
+    config, frames, questions = load(args.root, args.seed)
+    f = frames
     print(
-        f"store: {manager.store.counts()}, dropped events: {manager.dropped}, plugin failures: {dict(manager.failures)}"
+        f"graph: {len(f['entities'])} entities, {len(f['relationships'])} relationships, "
+        f"{len(f['text_units'])} text units; {len(questions)} questions x {args.passes} passes"
     )
-    manager.close()
-    reweighting.close()
-    inline.close()
+    runs = Runs(config, frames, local_engine(config, frames))
+    paths = {name: args.root / f"{name}.sqlite" for name in ("bench", "bench-reweight", "bench-sync")}
+    for path in paths.values():
+        path.unlink(missing_ok=True)
+    # one instrumentor per manager, each owning it (closed by uninstrument)
+    observed = GraphRAGInstrumentor().instrument(store=paths["bench"])
+    reweighting = GraphRAGInstrumentor().instrument(store=paths["bench-reweight"], reweight=True)
+    from triage_plugins.runtime.manager import TriageManager
+
+    inline = GraphRAGInstrumentor().instrument(
+        manager=TriageManager(store=paths["bench-sync"], synchronous=True)
+    )
+    times = run_passes(runs, questions, args.passes, observed, reweighting, inline)
+    report(times, observed)
+    for inst in (observed, reweighting, inline):
+        inst.uninstrument()
+    inline.manager.close()
 
 
 if __name__ == "__main__":

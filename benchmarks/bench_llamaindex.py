@@ -59,7 +59,7 @@ def run(engine, inst, qs: list[str]) -> tuple[list[float], list[float]]:
     for i, q in enumerate(qs):
         for on in (False, True) if i % 2 == 0 else (True, False):
             if on:
-                inst.install()
+                inst.instrument()
             else:
                 inst.uninstrument()
             t0 = time.perf_counter()

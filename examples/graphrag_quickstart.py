@@ -18,10 +18,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm stays o
 import graphrag.api as api
 import pandas as pd
 
-from triage_graphrag import feedback, local_search, observe_index
+from triage_graphrag import GraphRAGInstrumentor
 from triage_graphrag.offline import offline_config
-from triage_plugins.contract.config import TriageConfig
-from triage_plugins.runtime.manager import TriageManager
 
 DOCS = {
     "inception.txt": "Inception was directed by Christopher Nolan. Inception was produced by Syncopy. "
@@ -45,10 +43,10 @@ async def main(root: Path) -> None:
     config = offline_config(root, local_search={"top_k_entities": 1, "top_k_relationships": 1}, answer="last-row")
 
     # reweight=True: the default feedback learner answers triage_rerank, GraphRAG's ranking follows P
-    manager = TriageManager(store=root / "triage.sqlite", config=TriageConfig(reweight=True, unit="triple"))
+    inst = GraphRAGInstrumentor().instrument(store=root / "triage.sqlite", reweight=True, unit="triple")
 
     # 1. index: extraction events per text unit (with token log-probs) and a graph event
-    obs = observe_index(config, manager=manager)
+    obs = inst.observe_index(config)
     await api.build_index(obs.config, callbacks=obs.callbacks)
     print("index events:", obs.events)
 
@@ -56,23 +54,22 @@ async def main(root: Path) -> None:
     tables = {n: pd.read_parquet(root / "output" / f"{n}.parquet") for n in
               ("entities", "communities", "community_reports", "text_units", "relationships")}  # fmt: skip
     for round_ in range(4):
-        result = await local_search(
-            config, tables["entities"], tables["communities"], tables["community_reports"],
-            tables["text_units"], tables["relationships"], None, 2, "Multiple Paragraphs", QUESTION,
-            manager=manager,
-        )  # fmt: skip
+        with inst.query(f"round-{round_}") as query_id:
+            result = await inst.local_search(
+                config, tables["entities"], tables["communities"], tables["community_reports"],
+                tables["text_units"], tables["relationships"], None, 2, "Multiple Paragraphs", QUESTION,
+            )  # fmt: skip
         rels = [f"{s}->{t}" for s, t in result.context["relationships"][["source", "target"]].values]
         print(
             f"round {round_}: gate={result.gate.action} answer={result.response!r}\n  relationships: {rels}"
         )
         # 3. feedback: this answer was not helpful; the learner lowers the contribution of its triples
-        feedback(result.query_id, 0.0, manager=manager)
-        manager.flush()  # events are delivered by a background worker: let the learner catch up
+        inst.feedback(query_id, 0.0)
+        inst.flush()  # events are delivered by a background worker: let the learner catch up
 
-    manager.flush()
-    print("store:", manager.store.counts())
-    manager.close()
-
+    inst.flush()
+    print("store:", inst.manager.store.counts())
+    inst.uninstrument()  # closes the observation and the manager it created
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:

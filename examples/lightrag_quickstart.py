@@ -2,7 +2,7 @@
 
 Runs offline in a few seconds: the LightRAG instance is built with the project's stand-ins (scripted
 LLM, hashing embedder, byte tokenizer). With your own deployment, skip ``build_rag`` and pass your
-initialized ``LightRAG`` to ``instrument``.
+initialized ``LightRAG`` to ``instrument`` (``triage_lightrag.instrument(rag, ...)`` is the same shortcut).
 
     /work/venv/bin/python examples/lightrag_quickstart.py
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from lightrag import QueryParam
 
-from triage_lightrag import instrument
+from triage_lightrag import LightRAGInstrumentor
 from triage_lightrag.testing import build_rag
 from triage_plugins.offline.world import generate_world
 
@@ -26,7 +26,7 @@ async def main() -> None:
     world = generate_world(0, n_documents=12, n_questions=6)
     with tempfile.TemporaryDirectory() as tmp:
         rag = await build_rag(tmp, [d.text for d in world.documents])  # <- your LightRAG instance
-        inst = instrument(rag, store=Path(tmp) / "triage.sqlite", reweight=True)
+        inst = LightRAGInstrumentor().instrument(rag, store=Path(tmp) / "triage.sqlite", reweight=True)
         for question in world.questions:
             with inst.query(question.id):
                 answer = await rag.aquery(question.text, QueryParam(mode="hybrid"))
@@ -42,7 +42,7 @@ async def main() -> None:
         final = {row.scope_id: row for row in store.metrics(scope="query", name="signature")}  # last row wins
         for qid, row in final.items():
             sys.stdout.write(f"{qid:8} signature: {row.reason}  (failed link: {row.details.get('failed')})\n")
-        inst.uninstrument()
+        inst.uninstrument()  # restores every wrapped attribute, closes the manager it created
         await rag.finalize_storages()
 
 

@@ -2,7 +2,8 @@
 
     python examples/llamaindex_quickstart.py [--store triage.sqlite]
 
-1. ``instrument()`` puts triage's handlers on LlamaIndex's instrumentation dispatcher.
+1. ``LlamaIndexInstrumentor().instrument()`` puts triage's handlers on LlamaIndex's
+   instrumentation dispatcher (``triage_llamaindex.instrument()`` is the same shortcut).
 2. The index is built with ``TriageLLMPathExtractor`` + ``TriageExtractionTap`` (extraction events
    with token log-probabilities); the offline scripted LLM (the core's rule-based extractor) and
    hashing embedding stand in for real models.
@@ -19,14 +20,16 @@ from pathlib import Path
 
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.indices.property_graph import LLMSynonymRetriever
-from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import TextNode
 
-from triage_llamaindex import TriageExtractionTap, TriageLLMPathExtractor, TriagePostprocessor, instrument
+from triage_llamaindex import (
+    LlamaIndexInstrumentor,
+    TriageExtractionTap,
+    TriageLLMPathExtractor,
+    TriagePostprocessor,
+)
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM
-from triage_plugins.contract.config import TriageConfig
-from triage_plugins.runtime.manager import TriageManager
 
 CORPUS = [
     "Nolan directed Inception.",
@@ -37,8 +40,7 @@ CORPUS = [
 
 
 def main(store_path: Path) -> None:
-    manager = TriageManager(store=store_path, config=TriageConfig(reweight=True))
-    inst = instrument(manager=manager)
+    inst = LlamaIndexInstrumentor().instrument(store=store_path, reweight=True)
 
     llm, embed = OfflineLLM(), OfflineEmbedding()  # the core's rule-based extractor and hashing embedder
     index = PropertyGraphIndex(
@@ -55,26 +57,25 @@ def main(store_path: Path) -> None:
     engine = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=[TriagePostprocessor()])
 
     question = "Tell me about Nolan"
-    with instrument_tags({"query_id": "q1"}):
+    with inst.query("q1"):  # the id the retrieval, generation and feedback events share
         first = engine.query(question)
     print(f"Q: {question}\nA (before feedback): {first.response}")
     for node in first.source_nodes:
         print(f"   {node.score:.4f}  {node.node.get_content()}")
 
     inst.feedback("q1", 0.0, source="human", raw="wrong answer")
-    manager.flush()  # events are delivered by a background worker; wait until the learner has it
+    inst.flush()  # events are delivered by a background worker; wait until the learner has it
     second = engine.query(question)
     print(f"A (after a bad rating): {second.response}")
     for node in second.source_nodes:
         print(f"   {node.score:.4f}  {node.node.get_content()}")
 
-    manager.flush()
+    inst.flush()
     print("\nmetrics recorded in", store_path)
-    for row in manager.store.metrics():
+    for row in inst.manager.store.metrics():
         if row.scope_id in ("q1", "llamaindex") and row.value is not None:
             print(f"   {row.scope:<6} {row.scope_id:<11} {row.name:<10} {row.value:.3f}")
-    inst.uninstrument()
-    manager.close()
+    inst.uninstrument()  # removes the two handlers and closes the manager it created
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ def test_plugins_lists_defaults_and_entry_points():
     # the three adapters are installed entry points of this distribution
     for ep in ("lightrag", "graphrag", "llamaindex"):
         assert names[ep]["source"] == "entry point"
+        assert "triage_register_runners" in names[ep]["hooks"]  # each registers its compare runner
     assert data["load_errors"] == []
 
 

@@ -1,16 +1,22 @@
-"""``triage compare``: runner registry, failure isolation, per-framework aggregation, reference runs."""
+"""``triage compare``: runner registry, failure isolation, per-framework aggregation, reference runs.
+
+A toy runner is registered here by a plugin through ``triage_register_runners``, both as a plugin object
+and as an installed ``triage`` entry point, and then appears in ``triage compare``.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import sys
+import types
 
 import pytest
 from typer.testing import CliRunner
 
 from triage_plugins.apps.compare import (
     IMPLEMENTATION_METRICS,
-    RUNNERS,
     SCORE_UNITS_PARAM,
     Corpus,
     Question,
@@ -21,6 +27,7 @@ from triage_plugins.apps.compare import (
     query_id,
     register_runner,
     run_compare,
+    runner_registry,
     unregister_runner,
 )
 from triage_plugins.cli import app
@@ -35,6 +42,7 @@ from triage_plugins.contract.events import (
     Triple,
 )
 from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.offline.extractor import extract_chunk
 from triage_plugins.store import Store
 
@@ -246,11 +254,10 @@ def test_same_seed_same_numbers_even_on_the_same_store(small_corpus: Corpus, tmp
 def test_a_failing_runner_is_reported_and_the_others_complete(small_corpus: Corpus, registry) -> None:
     registry(FakeRunner("boom", fail=True))
     registry(FakeRunner("fake"))
-    result = run_compare(small_corpus, frameworks=["boom", "fake", "reference", "nope"], modes=["path"])
+    result = run_compare(small_corpus, frameworks=["boom", "fake", "reference"], modes=["path"])
     rows = {r.framework: r for r in result.rows}
     assert rows["boom"].status == "failed"
     assert "RuntimeError" in rows["boom"].reason and "crashed mid-run" in rows["boom"].reason
-    assert rows["nope"].status == "unavailable" and "no runner registered" in rows["nope"].reason
     assert rows["reference"].status == "ok" and rows["reference"].queries == 6
     # the fake runner's numbers come from its own two queries, not from the reference's six
     assert rows["fake"].status == "ok" and rows["fake"].queries == 2
@@ -258,33 +265,106 @@ def test_a_failing_runner_is_reported_and_the_others_complete(small_corpus: Corp
     assert rows["fake"].gold is not None and rows["fake"].gold["Hits@1"].mean == 1.0
 
 
-class _EntryPoint:
-    def __init__(self, name: str, value: str, target) -> None:
-        self.name, self.value, self._target = name, value, target
-
-    def load(self):
-        if isinstance(self._target, Exception):
-            raise self._target
-        return self._target
+def test_an_unknown_framework_is_an_error_naming_the_close_matches(small_corpus: Corpus) -> None:
+    with pytest.raises(ConfigError, match="unknown framework 'refrence' \\(did you mean reference\\?\\)"):
+        run_compare(small_corpus, frameworks=["reference", "refrence"], modes=["path"])
+    with pytest.raises(ConfigError, match="known frameworks: reference") as info:
+        run_compare(small_corpus, frameworks=["nope"], modes=["path"])
+    assert "did you mean" not in str(info.value)
 
 
-def test_adapters_provide_runners_through_entry_points(small_corpus: Corpus, monkeypatch) -> None:
-    from triage_plugins.apps import compare
+class ToyRunner(FakeRunner):
+    def __init__(self) -> None:
+        super().__init__("toy")
 
-    class EpRunner(FakeRunner):
-        def __init__(self) -> None:
-            super().__init__("lightrag")
 
-    points = [
-        _EntryPoint("lightrag", "triage_lightrag.compare:Runner", EpRunner),
-        _EntryPoint("graphrag", "triage_graphrag.compare:Runner", ImportError("no module named graphrag")),
-    ]
-    monkeypatch.setattr(compare, "_runner_entry_points", lambda: points)
-    result = run_compare(small_corpus, frameworks=["lightrag", "graphrag"], modes=["path"])
-    lightrag, graphrag = result.rows
-    assert (lightrag.status, lightrag.queries) == ("ok", 2)  # the entry point replaced the placeholder
-    assert graphrag.status == "unavailable" and "failed to load" in graphrag.reason
-    assert "no module named graphrag" in graphrag.reason
+class ToyRunners:
+    """A third-party plugin that adds one compare runner."""
+
+    @hookimpl
+    def triage_register_runners(self, register):
+        register(ToyRunner())
+
+
+class BrokenRunners:
+    @hookimpl
+    def triage_register_runners(self, register):
+        register(ToyRunner())
+        register(ToyRunner())  # the same name twice
+
+
+def test_a_plugin_registers_a_runner_through_the_hook(small_corpus: Corpus) -> None:
+    registry = runner_registry([ToyRunners()])
+    assert list(registry.runners)[0] == "reference" and "toy" in registry.runners
+    assert registry.errors == []
+    result = run_compare(small_corpus, frameworks=["toy"], plugins=[ToyRunners()], modes=["path"])
+    (row,) = result.rows
+    assert (row.framework, row.mode, row.status, row.queries) == ("toy", "path", "ok", 2)
+    assert row.usage["ERC"].median == 1.0
+
+
+def test_a_broken_plugin_is_reported_and_the_others_run(small_corpus: Corpus) -> None:
+    registry = runner_registry([BrokenRunners()])
+    assert "toy" in registry.runners  # the first registration stands
+    assert len(registry.errors) == 1 and "'toy' is already registered" in registry.errors[0]
+    result = run_compare(small_corpus, frameworks=["reference"], plugins=[BrokenRunners()], modes=["path"])
+    assert [r.status for r in result.rows] == ["ok"]
+    assert any("triage_register_runners raised ConfigError" in n for n in result.notes)
+    with pytest.raises(ConfigError, match="triage_register_runners raised"):
+        run_compare(small_corpus, frameworks=["elsewhere"], plugins=[BrokenRunners()])
+
+
+@pytest.fixture
+def installed(tmp_path):
+    """The toy plugin installed as a distribution with a ``triage`` entry point."""
+    dist = tmp_path / "toy_triage_runner-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-triage-runner\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[triage]\ntoy-runner = toy_triage_runner:plugin\n")
+    module = types.ModuleType("toy_triage_runner")
+    module.plugin = ToyRunners()  # type: ignore[attr-defined]
+    sys.modules["toy_triage_runner"] = module
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        sys.path.remove(str(tmp_path))
+        del sys.modules["toy_triage_runner"]
+        importlib.invalidate_caches()
+
+
+def test_an_installed_plugin_runner_appears_in_triage_compare(installed, tmp_path) -> None:
+    assert "toy" in runner_registry().runners
+    out_json = tmp_path / "c.json"
+    res = CliRunner().invoke(
+        app,
+        ["compare", "--frameworks", "toy,reference", "--modes", "path", "--max-questions", "3",
+         "--quiet", "--json", str(out_json)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = json.loads(out_json.read_text(encoding="utf-8"))["rows"]
+    assert [(r["framework"], r["status"], r["queries"]) for r in rows] == [("toy", "ok", 2), ("reference", "ok", 3)]
+
+
+def test_the_adapters_register_their_runners_through_their_entry_point_plugins() -> None:
+    runners = runner_registry().runners
+    assert list(runners)[0] == "reference"  # the built-in first, then each plugin's
+    for name, module in (
+        ("lightrag", "triage_lightrag.runner"),
+        ("graphrag", "triage_graphrag.runner"),
+        ("llamaindex", "triage_llamaindex.runner"),
+    ):
+        assert type(runners[name]).__module__ == module
+
+
+def test_cli_unknown_framework_is_a_clear_error() -> None:
+    res = CliRunner().invoke(app, ["compare", "--frameworks", "bogus", "--quiet"])
+    assert res.exit_code == 1
+    assert "unknown framework 'bogus'" in res.output
+    assert "known frameworks: reference" in res.output
+    res = CliRunner().invoke(app, ["compare", "--frameworks", "referenc", "--quiet"])
+    assert res.exit_code == 1 and "did you mean reference?" in res.output
 
 
 def test_every_installed_framework_runs_on_its_own_events(small_corpus: Corpus) -> None:
@@ -319,7 +399,7 @@ def test_every_installed_framework_runs_on_its_own_events(small_corpus: Corpus) 
     assert by[("reference", "krag")].implementation["TCS"].value is None
     if installed["graphrag"]:
         assert by[("graphrag", "local")].implementation["TCS"].value is not None
-    assert {"reference", "lightrag", "graphrag", "llamaindex"} <= set(RUNNERS)
+    assert {"reference", "lightrag", "graphrag", "llamaindex"} <= set(runner_registry().runners)
 
 
 def test_unknown_mode_is_a_config_error(small_corpus: Corpus) -> None:

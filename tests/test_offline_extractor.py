@@ -1,14 +1,11 @@
-"""The rule-based extractor and the scripted-LLM formatters (DESIGN §5).
+"""The rule-based extractor and the framework-neutral scripted LLM (DESIGN §5).
 
-The framework checks parse the formatted records with the installed parsers of lightrag-hku 1.5.7
-(``lightrag.operate._process_extraction_result``, private), graphrag 3.3.0
-(``GraphExtractor._process_result``, private) and llama-index-core 0.14
-(``default_parse_triplets_fn``, public); each is skipped when its framework is not installed.
+Each framework's own prompt format lives in its adapter and is checked in ``test_offline_formats.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
+import re
 from collections import defaultdict
 
 import pytest
@@ -21,13 +18,7 @@ from triage_plugins.offline.extractor import (
     extract_records,
     extraction_event,
 )
-from triage_plugins.offline.llm import (
-    ScriptedLLM,
-    find_chunk_text,
-    format_graphrag,
-    format_lightrag,
-    format_llamaindex,
-)
+from triage_plugins.offline.llm import ScriptedLLM, entity_rows, find_chunk_text
 from triage_plugins.offline.world import NoiseConfig, generate_world
 
 TEXT = (
@@ -109,121 +100,45 @@ def test_extracted_triples_have_evidence_and_no_invented_logprobs():
     assert event.triples == tuple(triples)
 
 
-def test_lightrag_format():
-    assert format_lightrag([RECORD]) == (
-        "entity<|#|>The Glass Orchard<|#|>Film<|#|>The Glass Orchard (Film). "
-        "The Glass Orchard was directed by Chris Nolan.\n"
-        "entity<|#|>Chris Nolan<|#|>Person<|#|>Chris Nolan (Person). The Glass Orchard was directed by Chris Nolan.\n"
-        "relation<|#|>The Glass Orchard<|#|>Chris Nolan<|#|>directed_by<|#|>"
-        "The Glass Orchard was directed by Chris Nolan.\n"
-        "<|COMPLETE|>"
-    )
-    assert format_lightrag([]) == "<|COMPLETE|>"
+MARKER = re.compile(r"<input>\n(.*?)\n</input>", re.DOTALL)
 
 
-def test_graphrag_format():
-    assert format_graphrag([RECORD]) == (
-        '("entity"<|>The Glass Orchard<|>Film<|>The Glass Orchard (Film). '
-        "The Glass Orchard was directed by Chris Nolan.)\n##\n"
-        '("entity"<|>Chris Nolan<|>Person<|>Chris Nolan (Person). The Glass Orchard was directed by Chris Nolan.)\n##\n'
-        '("relationship"<|>The Glass Orchard<|>Chris Nolan<|>directed_by: '
-        "The Glass Orchard was directed by Chris Nolan.<|>1)\n"
-        "<|COMPLETE|>"
-    )
+def _pipes(records) -> str:
+    return "\n".join(f"{r.subject}|{r.predicate}|{r.object}" for r in records)
 
 
-def test_llamaindex_format_keeps_commas_and_parentheses_out_of_fields():
-    odd = Record("Smith, Jr. (II)", "Person", "works_for", "Acme", "Organisation", "e", "e", 0, 1)
-    assert (
-        format_llamaindex([RECORD, odd])
-        == "(The Glass Orchard, directed_by, Chris Nolan)\n(Smith Jr. II, works_for, Acme)"
-    )
+def test_entity_rows_are_distinct_in_first_mention_order_with_their_sentences():
+    records = extract_records(TEXT)
+    assert entity_rows(records) == [
+        ("The Glass Orchard", "Film", "The Glass Orchard (Film). The Glass Orchard was directed by Chris Nolan."),
+        (
+            "Chris Nolan",
+            "Person",
+            "Chris Nolan (Person). The Glass Orchard was directed by Chris Nolan. "
+            "Chris Nolan was born in Port Elira.",
+        ),
+        ("Port Elira", "City", "Port Elira (City). Chris Nolan was born in Port Elira."),
+    ]
+    assert entity_rows([]) == []
 
 
-def test_find_chunk_text_prefers_the_framework_input_marker():
+def test_find_chunk_text_prefers_the_last_marker_match_then_known_chunks():
     known = [Chunk("a", "d", "Alpha Beta works for Gamma Labs."), "Delta Epsilon was born in Ashford."]
-    lightrag_like = "---Role---\nexamples...\n---Input Text---\n```\nAlpha Beta works for Gamma Labs.\n```"
-    assert find_chunk_text(lightrag_like, known) == "Alpha Beta works for Gamma Labs."
-    graphrag_like = (
-        "Text: an example text\n######################\nOutput:\n"
-        "-Real Data-\n######################\nEntity_types: person\nText: Something new.\n"
-        "######################\nOutput:"
-    )
-    assert find_chunk_text(graphrag_like) == "Something new."
-    llama_like = "Example:Text: Alice is Bob's mother.\nTriplets:\n(x)\nText: Zed left.\nTriplets:\n"
-    assert find_chunk_text(llama_like) == "Zed left."
+    marked = "example:\n<input>\nan example\n</input>\nreal:\n<input>\n Alpha Beta works for Gamma Labs. \n</input>"
+    assert find_chunk_text(marked, known, [MARKER]) == "Alpha Beta works for Gamma Labs."  # the known text
+    assert find_chunk_text(marked, (), [MARKER]) == "Alpha Beta works for Gamma Labs."  # the region, stripped
     no_marker = "Please read: Delta Epsilon was born in Ashford. Thanks"
-    assert find_chunk_text(no_marker, known) == "Delta Epsilon was born in Ashford."
-    assert find_chunk_text("nothing here", known) is None
+    assert find_chunk_text(no_marker, known, [MARKER]) == "Delta Epsilon was born in Ashford."
+    assert find_chunk_text(marked, known) == "Alpha Beta works for Gamma Labs."  # no marker: contained chunk
+    assert find_chunk_text("nothing here", known, [MARKER]) is None
 
 
 def test_scripted_llm_answers_from_the_chunk_in_the_prompt_only():
-    llm = ScriptedLLM()
-    prompt = "Example:\nText: Zed Quill was born in Ashford.\nTriplets:\n(Zed Quill, born_in, Ashford)\n"
-    prompt += "Text: Ann Lee works for Bluestone Labs.\nTriplets:\n"
-    assert llm.llamaindex(prompt) == "(Ann Lee, works_for, Bluestone Labs)"
-    assert llm.lightrag("no input text at all") == "<|COMPLETE|>"
+    llm = ScriptedLLM(formatter=_pipes, markers=[MARKER])
+    prompt = "Example:\n<input>\nZed Quill was born in Ashford.\n</input>\nZed Quill|born_in|Ashford\n"
+    prompt += "<input>\nAnn Lee works for Bluestone Labs.\n</input>\n"
+    assert llm.complete(prompt) == "Ann Lee|works_for|Bluestone Labs"
+    assert llm.complete("no input text at all") == ""
     assert llm.calls == 2
-
-
-def test_lightrag_parser_reads_the_scripted_output():
-    pytest.importorskip("lightrag", reason="lightrag-hku is not installed")
-    from lightrag.operate import _process_extraction_result
-    from lightrag.prompt import PROMPTS
-
-    world = generate_world(0)
-    chunk = max(world.chunks(), key=lambda c: len(extract_records(c.text)))
-    prompt = PROMPTS["entity_extraction_user_prompt"].format(
-        max_total_records=40,
-        max_entity_records=20,
-        completion_delimiter="<|COMPLETE|>",
-        language="English",
-        heading_context_block="",
-        input_text=chunk.text,
-    )
-    assert find_chunk_text(prompt, world.chunks()) == chunk.text
-    output = ScriptedLLM(world.chunks()).lightrag(prompt)
-    nodes, edges = asyncio.run(_process_extraction_result(output, chunk.id, 0))
-    records = extract_records(chunk.text)
-    assert set(edges) == {(r.subject, r.object) for r in records}
-    assert {e["keywords"] for rel in edges.values() for e in rel} == {r.predicate for r in records}
-    assert set(nodes) == {r.subject for r in records} | {r.object for r in records}
-
-
-def test_llamaindex_parser_reads_the_scripted_output():
-    pytest.importorskip("llama_index.core", reason="llama-index-core is not installed")
-    from llama_index.core.indices.property_graph.utils import default_parse_triplets_fn
-    from llama_index.core.prompts.default_prompts import DEFAULT_KG_TRIPLET_EXTRACT_PROMPT
-
-    world = generate_world(0)
-    chunk = world.chunks()[2]
-    prompt = DEFAULT_KG_TRIPLET_EXTRACT_PROMPT.format(max_knowledge_triplets=20, text=chunk.text)
-    assert find_chunk_text(prompt) == chunk.text
-    parsed = default_parse_triplets_fn(ScriptedLLM().llamaindex(prompt))
-    # LlamaIndex capitalizes each field (first letter up, the rest lower).
-    expected = [
-        (r.subject.capitalize(), r.predicate.capitalize(), r.object.capitalize())
-        for r in extract_records(chunk.text)
-    ]
-    assert parsed == expected and parsed
-
-
-@pytest.mark.slow
-def test_graphrag_parser_reads_the_scripted_output(monkeypatch):
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    pytest.importorskip("graphrag", reason="graphrag is not installed")
-    from graphrag.index.operations.extract_graph.graph_extractor import GraphExtractor
-    from graphrag.prompts.index.extract_graph import GRAPH_EXTRACTION_PROMPT
-
-    world = generate_world(0)
-    chunk = world.chunks()[2]
-    prompt = GRAPH_EXTRACTION_PROMPT.format(entity_types="person,film", input_text=chunk.text)
-    assert find_chunk_text(prompt) == chunk.text
-    extractor = GraphExtractor.__new__(GraphExtractor)
-    entities, relationships = extractor._process_result(ScriptedLLM().graphrag(prompt), chunk.id, "<|>", "##")
-    records = extract_records(chunk.text)
-    assert sorted(relationships["source"]) == sorted(r.subject.upper() for r in records)
-    assert [d.split(":")[0] for d in relationships["description"]] == [r.predicate for r in records]
-    assert set(entities["title"]) == {r.subject.upper() for r in records} | {
-        r.object.upper() for r in records
-    }
+    with pytest.raises(TypeError, match="formatter"):
+        ScriptedLLM().complete(prompt)

@@ -24,7 +24,7 @@ from triage_plugins.contract.errors import TriageError
 app = typer.Typer(
     name="triage",
     help=(
-        "Observe, diagnose and improve graph-RAG pipelines (LightRAG, GraphRAG, LlamaIndex, or your own) "
+        "Observe, diagnose and improve graph-RAG pipelines (an installed framework's or your own) "
         "with the TRIAGE metric suite and EvoRAG feedback learning. Everything runs offline by default."
     ),
     no_args_is_help=True,
@@ -67,7 +67,7 @@ def _main(
 ) -> None:
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    # Frameworks (GraphRAG) set INFO on their own loggers; the handler decides what is shown.
+    # Some frameworks set INFO on their own loggers; the handler decides what is shown.
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)
 
@@ -476,8 +476,12 @@ def calibrate_cmd(
 @app.command("compare")
 def compare_cmd(
     frameworks: Annotated[
-        str, typer.Option(help="Comma-separated frameworks; a missing one is reported, not fatal.")
-    ] = "reference,lightrag,graphrag,llamaindex",
+        str | None,
+        typer.Option(
+            help="Comma-separated frameworks (default: every installed framework); one whose package "
+            "is missing is reported, not fatal; an unknown name is an error."
+        ),
+    ] = None,
     corpus: Annotated[
         str, typer.Option(help="'embedded' (seeded synthetic world) or a folder of .txt/.md files.")
     ] = "embedded",
@@ -519,7 +523,7 @@ def compare_cmd(
         with _progress_bars(not quiet) as progress:
             result = run_compare(
                 source,
-                frameworks=[f.strip() for f in frameworks.split(",") if f.strip()],
+                frameworks=[f.strip() for f in frameworks.split(",") if f.strip()] if frameworks else None,
                 questions=asked,
                 modes=[m.strip() for m in modes.split(",") if m.strip()] if modes else None,
                 feedback_rounds=feedback_rounds,

@@ -1,34 +1,55 @@
 """triage-plugins adapter for Microsoft GraphRAG 3.3: observe indexing and queries, learn from feedback.
 
-Observe the index::
+::
 
-    from triage_graphrag import observe_index
-    obs = observe_index(config, store="triage.sqlite")   # raw-graph snapshot, workflow, logprob model
+    from triage_graphrag import GraphRAGInstrumentor
+
+    inst = GraphRAGInstrumentor().instrument(manager=m)      # or store="triage.sqlite"
+    obs = inst.observe_index(config)                         # raw-graph snapshot, workflow, logprob model
     await graphrag.api.build_index(obs.config, callbacks=obs.callbacks)
+    result = await inst.local_search(config, entities, communities, reports, text_units, relationships,
+                                     None, 2, "Multiple Paragraphs", "Who directed Inception?")
+    inst.feedback(result.query_id, 1.0)
 
-Observe (and, with ``TriageConfig(reweight=True)``, reweight) queries — same parameters as
-``graphrag.api``, same ``(response, context)`` result, plus ``result.query_id``::
+Same parameters as ``graphrag.api``, same ``(response, context)`` result, plus ``result.query_id``;
+with ``TriageConfig(reweight=True)`` GraphRAG's ranking follows the learned priorities. The former
+functions (``observe_index``, ``local_search``, ``global_search``, ``query_callbacks``,
+``feedback``, each with ``manager=``) still work, as thin wrappers over the instrumentor.
 
-    from triage_graphrag import local_search, global_search, feedback
-    result = await local_search(config, entities, communities, reports, text_units, relationships,
-                                None, 2, "Multiple Paragraphs", "Who directed Inception?", manager=m)
-    feedback(result.query_id, 1.0, manager=m)
-
-GraphRAG is imported lazily: importing this package (or its entry-point module ``plugin``)
-imports nothing from ``graphrag``.
+The modules follow the adapter skeleton: :mod:`~triage_graphrag.instrument` (the instrumentor),
+:mod:`~triage_graphrag.translate` (tables and query contexts -> events),
+:mod:`~triage_graphrag.reweight` (priorities -> GraphRAG's ranking knobs), plus
+:mod:`~triage_graphrag.indexing` (the observed index run). GraphRAG is imported lazily: importing
+this package (or its entry-point module ``plugin``) imports nothing from ``graphrag``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from triage_graphrag.indexing import IndexObservation, register_logprob_completion
+from triage_graphrag.instrument import (
+    GraphRAGInstrumentor,
+    SearchResult,
+    feedback,
+    global_search,
+    graph_tables,
+    instrument,
+    local_search,
+    manager_for,
+    observe_index,
+    query_callbacks,
+)
+from triage_graphrag.reweight import mixed_context_class, reweight_relationships, reweight_reports
+from triage_graphrag.translate import GraphTables, triple_id
 
 __all__ = [
+    "GraphRAGInstrumentor",
     "GraphTables",
     "IndexObservation",
     "SearchResult",
     "feedback",
     "global_search",
     "graph_tables",
+    "instrument",
     "local_search",
     "manager_for",
     "mixed_context_class",
@@ -41,34 +62,9 @@ __all__ = [
     "triple_id",
 ]
 
-_LOCATIONS = {
-    "GraphTables": "triage_graphrag.tables",
-    "triple_id": "triage_graphrag.tables",
-    "IndexObservation": "triage_graphrag.indexing",
-    "observe_index": "triage_graphrag.indexing",
-    "register_logprob_completion": "triage_graphrag.indexing",
-    "SearchResult": "triage_graphrag.query",
-    "feedback": "triage_graphrag.query",
-    "global_search": "triage_graphrag.query",
-    "graph_tables": "triage_graphrag.query",
-    "local_search": "triage_graphrag.query",
-    "manager_for": "triage_graphrag.query",
-    "query_callbacks": "triage_graphrag.query",
-    "mixed_context_class": "triage_graphrag.reweight",
-    "reweight_relationships": "triage_graphrag.reweight",
-    "reweight_reports": "triage_graphrag.reweight",
-    "register_offline_models": "triage_graphrag.offline",
-}
 
+def register_offline_models() -> None:
+    """Register the offline model types (:func:`triage_graphrag.offline.register_offline_models`)."""
+    from triage_graphrag import offline
 
-def __getattr__(name: str) -> Any:
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'triage_graphrag' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    offline.register_offline_models()

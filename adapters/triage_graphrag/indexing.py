@@ -1,7 +1,8 @@
 """Index instrumentation for GraphRAG 3.3: a registered workflow and a logprob-recording model type.
 
-``observe_index(config)`` returns an :class:`IndexObservation` whose ``config`` is a copy of the
-user's configuration with three changes, all through GraphRAG's public extension points:
+:func:`observe` (``GraphRAGInstrumentor.observe_index`` / ``triage_graphrag.observe_index``) returns
+an :class:`IndexObservation` whose ``config`` is a copy of the user's configuration with three
+changes, all through GraphRAG's public extension points:
 
 1. ``snapshots.raw_graph = True``, so ``raw_relationships`` keeps every chunk's relationship
    descriptions aligned with ``text_unit_ids`` (the per-chunk triples of TRIAGE §4.1);
@@ -29,15 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triage_graphrag.tables import GraphTables, RecordLogprobs, extraction_events, record_logprobs
+from triage_graphrag.translate import GraphTables, RecordLogprobs, extraction_events, record_logprobs
+from triage_plugins.adapter_kit.logprobs import logprob_pairs
+from triage_plugins.contract.errors import ConfigError
 
 if TYPE_CHECKING:
     from graphrag.config.models.graph_rag_config import GraphRagConfig
 
     from triage_plugins.runtime.manager import TriageManager
-    from triage_plugins.store import Store
 
-__all__ = ["LOGPROB_TYPE", "IndexObservation", "LogprobRecorder", "observe_index"]
+__all__ = ["LOGPROB_TYPE", "IndexObservation", "LogprobRecorder", "observe"]
 
 log = logging.getLogger("triage.graphrag.indexing")
 
@@ -77,7 +79,7 @@ class LogprobRecorder:
         return None
 
     def record(self, text: str, content: str, logprobs: Any) -> None:
-        tokens = _tokens(logprobs)
+        tokens = logprob_pairs(logprobs)
         with self._lock:
             self.calls += 1
             if tokens is None:
@@ -93,22 +95,6 @@ class LogprobRecorder:
             if recs:
                 out[str(row.id)] = recs
         return out
-
-
-def _tokens(logprobs: Any) -> list[tuple[str, float]] | None:
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
-    if content is None and isinstance(logprobs, dict):
-        content = logprobs.get("content")
-    if not content:
-        return None
-    out = []
-    for t in content:
-        token = t.get("token") if isinstance(t, dict) else getattr(t, "token", None)
-        lp = t.get("logprob") if isinstance(t, dict) else getattr(t, "logprob", None)
-        if token is None or lp is None:
-            return None
-        out.append((str(token), min(0.0, float(lp))))
-    return out
 
 
 def _text_of(message: Any) -> str:
@@ -213,7 +199,7 @@ def register_logprob_completion() -> None:
 
 @dataclass
 class IndexObservation:
-    """What :func:`observe_index` installed: pass ``config`` (and ``callbacks``) to ``build_index``.
+    """What :func:`observe` installed: pass ``config`` (and ``callbacks``) to ``build_index``.
 
     :ivar config: the observed copy of the configuration.
     :ivar callbacks: workflow callbacks for ``build_index(callbacks=...)`` (none are needed today;
@@ -232,13 +218,17 @@ class IndexObservation:
     events: dict[str, int] = field(default_factory=dict)
     tables: GraphTables | None = None
 
+    on_close: list[Any] = field(default_factory=list, repr=False)
+
     def close(self) -> None:
-        """Unregister the workflow and the recorder."""
+        """Unregister the workflow and the recorder (then release what observed it; idempotent)."""
         from graphrag.index.workflows.factory import PipelineFactory
 
         PipelineFactory.workflows.pop(self.workflow, None)
         if self.recorder is not None:
             _recorders.pop(self.recorder.key, None)
+        while self.on_close:
+            self.on_close.pop()()
 
     async def _run(self, config: Any, context: Any) -> Any:
         """The registered workflow: read the output tables, emit extraction and graph events."""
@@ -292,36 +282,26 @@ def _load(config_or_root: Any) -> GraphRagConfig:
         from graphrag.config.load_config import load_config
 
         return load_config(root_dir=Path(config_or_root))
-    from triage_plugins.contract.errors import ConfigError
-
     raise ConfigError(
         f"observe_index takes a GraphRagConfig or a project root, got {type(config_or_root).__name__}"
     )
 
 
-def _manager(store: Store | str | os.PathLike[str] | None, manager: TriageManager | None) -> TriageManager:
-    from triage_graphrag.query import manager_for
-
-    return manager_for(store, manager)
-
-
-def observe_index(
+def observe(
     config_or_root: GraphRagConfig | str | os.PathLike[str],
+    manager: TriageManager,
     *,
-    store: Store | str | os.PathLike[str] | None = None,
-    manager: TriageManager | None = None,
     logprobs: bool = True,
     method: str = "standard",
 ) -> IndexObservation:
-    """Instrument a GraphRAG indexing run (``graphrag.api.build_index``).
+    """Instrument a GraphRAG indexing run (``graphrag.api.build_index``), emitting to ``manager``.
 
     ::
 
-        obs = observe_index(config, store="triage.sqlite")
+        obs = observe(config, manager)
         await graphrag.api.build_index(obs.config, callbacks=obs.callbacks)
 
     :param config_or_root: a ``GraphRagConfig`` (not modified) or a project root with settings.yaml.
-    :param store: where the default manager records events (ignored when ``manager`` is given).
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` to emit to.
     :param logprobs: wrap the extraction model to record token log-probabilities.
     :param method: the indexing method whose pipeline is observed (``"standard"``, ``"fast"``,
@@ -331,7 +311,6 @@ def observe_index(
     from graphrag.index.workflows.factory import PipelineFactory
 
     base = _load(config_or_root)
-    mgr = _manager(store, manager)
     config = base.model_copy(deep=True)
     config.snapshots.raw_graph = True
     recorder: LogprobRecorder | None = None
@@ -353,12 +332,10 @@ def observe_index(
             config.completion_models[EXTRACTION_MODEL_ID] = type(model)(**data)
             config.extract_graph.completion_model_id = EXTRACTION_MODEL_ID
     run_id = f"graphrag-index-{uuid.uuid4().hex[:12]}"
-    obs = IndexObservation(config, mgr, f"triage_observe_{uuid.uuid4().hex[:8]}", recorder, run_id)
+    obs = IndexObservation(config, manager, f"triage_observe_{uuid.uuid4().hex[:8]}", recorder, run_id)
     PipelineFactory.register(obs.workflow, obs._run)
     workflows = config.workflows or list(PipelineFactory.pipelines.get(method, []))
     if not workflows:
-        from triage_plugins.contract.errors import ConfigError
-
         raise ConfigError(
             f"GraphRAG has no indexing method {method!r}; known: {sorted(PipelineFactory.pipelines)}"
         )

@@ -15,7 +15,10 @@ GraphRAG's built-in ``mock`` completion cannot stream, so queries need a model t
   so similarity is meaningful offline.
 
 The extractor is :func:`triage_plugins.offline.extractor.extract_records` with
-:func:`triage_plugins.offline.llm.format_graphrag` (the synthetic world's sentence templates); without
+:func:`format_graphrag` (GraphRAG 3.3.0's ``GraphExtractor._process_result`` format: records joined by
+``##``, ``("entity"<|>name<|>type<|>description)`` and ``("relationship"<|>source<|>target<|>description<|>strength)``,
+closed by ``<|COMPLETE|>``; the predicate travels as the first words of the relationship description,
+``"directed_by: <sentence>"``) on the synthetic world's sentence templates; without
 them, a small rule reader over sentences ``Subject relation Object.`` (capitalized names) — enough for the tests and the
 quickstart corpus. None of this fakes a measurement: the log-probabilities are scripted, and say so
 (``model="triage-offline"``).
@@ -27,10 +30,12 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
+from triage_plugins.offline.extractor import Record
+from triage_plugins.offline.llm import entity_rows
 
 __all__ = [
     "CHAT_TYPE",
@@ -39,6 +44,7 @@ __all__ = [
     "OfflineEmbedding",
     "extract_records",
     "extraction_answer",
+    "format_graphrag",
     "format_records",
     "hash_embed",
     "offline_config",
@@ -48,6 +54,9 @@ __all__ = [
 CHAT_TYPE = "triage_offline_chat"
 EMBEDDING_TYPE = "triage_offline_embedding"
 DIMENSION = 256
+TUPLE_DELIMITER = "<|>"
+RECORD_DELIMITER = "##"
+COMPLETION_DELIMITER = "<|COMPLETE|>"
 
 _NAME = r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)*"
 _SENTENCE = re.compile(rf"({_NAME}) ((?:[a-z][\w'-]* ?)+?) ({_NAME})\s*[.!?]")
@@ -73,11 +82,21 @@ def format_records(records: list[tuple[str, str, str, str]]) -> str:
     return "##\n".join(lines) + "\n<|COMPLETE|>"
 
 
+def format_graphrag(records: Sequence[Record], *, strength: int = 1) -> str:
+    """GraphRAG's ``("entity"<|>…)`` / ``("relationship"<|>…)`` tuples joined by ``##``."""
+    d = TUPLE_DELIMITER
+    rows = [f'("entity"{d}{name}{d}{type_}{d}{desc})' for name, type_, desc in entity_rows(records)]
+    rows += [
+        f'("relationship"{d}{r.subject}{d}{r.object}{d}{r.predicate}: {r.description}{d}{strength})'
+        for r in records
+    ]
+    return f"\n{RECORD_DELIMITER}\n".join(rows) + ("\n" if rows else "") + COMPLETION_DELIMITER
+
+
 def extraction_answer(text: str) -> str:
     """The records of ``text`` in GraphRAG's format: the project's offline extractor when installed, else ours."""
     try:
         from triage_plugins.offline.extractor import extract_records as shared_records
-        from triage_plugins.offline.llm import format_graphrag
     except ImportError:
         return format_records(extract_records(text))
     return format_graphrag(shared_records(text))

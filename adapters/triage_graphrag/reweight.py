@@ -1,7 +1,10 @@
 """EvoRAG contribution scores written into GraphRAG 3.3's own ranking knobs (EvoRAG §4.2, §6.12).
 
-Reweighting is opt-in (``TriageConfig(reweight=True)``): every function here asks
-``manager.rerank(RerankRequest(...))`` and leaves GraphRAG untouched when no plugin answers.
+Reweighting is opt-in (``TriageConfig(reweight=True)``): every function here asks ``triage_rerank``
+for the candidates' priorities (:func:`triage_plugins.adapter_kit.ordering.ask_priorities`), orders
+them with :func:`~triage_plugins.adapter_kit.ordering.host_order`, and leaves GraphRAG untouched
+when no plugin answers. :func:`local_reweighted` and :func:`global_reweighted` run
+``graphrag.api``'s searches step by step with these knobs installed.
 
 **Triplet level (local search).** Local search ranks a selected entity's relationships by
 ``rank = int(combined_degree)`` (the ``weight`` column is display-only): in-network relationships
@@ -40,15 +43,23 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from triage_graphrag.tables import FRAMEWORK, GraphTables
-from triage_plugins.contract.events import RerankRequest
+from triage_graphrag.translate import FRAMEWORK, GraphTables
+from triage_plugins.adapter_kit.ordering import ask_priorities, host_order
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from triage_plugins.runtime.manager import TriageManager
 
-__all__ = ["LEVELS", "mixed_context_class", "priority_ranks", "reweight_relationships", "reweight_reports"]
+__all__ = [
+    "LEVELS",
+    "global_reweighted",
+    "local_reweighted",
+    "mixed_context_class",
+    "priority_ranks",
+    "reweight_relationships",
+    "reweight_reports",
+]
 
 log = logging.getLogger("triage.graphrag.reweight")
 
@@ -66,7 +77,7 @@ def priority_ranks(priorities: Sequence[float], degrees: Sequence[float]) -> lis
     return [level * base + d for level, d in zip(levels, deg, strict=True)]
 
 
-def _rerank(
+def _priorities(
     manager: TriageManager,
     query: str,
     unit: str,
@@ -74,10 +85,7 @@ def _rerank(
     relevance: Sequence[float],
     query_id: str | None,
 ) -> list[float] | None:
-    if not ids:
-        return None
-    request = RerankRequest(FRAMEWORK, query, unit, tuple(ids), tuple(relevance), query_id)  # type: ignore[arg-type]
-    return manager.rerank(request)
+    return ask_priorities(manager, FRAMEWORK, query, unit, ids, relevance, query_id)
 
 
 def reweight_relationships(
@@ -102,8 +110,7 @@ def reweight_relationships(
         log.warning("relationships frame does not match the observed tables; not reweighted")
         return None
     top = max(degrees, default=0.0) or 1.0
-    relevance = [min(1.0, max(0.0, d / top)) for d in degrees]
-    priorities = _rerank(manager, query, "triple", ids, relevance, query_id)  # type: ignore[arg-type]
+    priorities = _priorities(manager, query, "triple", ids, [d / top for d in degrees], query_id)  # type: ignore[arg-type]
     if priorities is None:
         return None
     out = relationships.copy()
@@ -125,33 +132,93 @@ def reweight_reports(
     Reports must already carry GraphRAG's occurrence weight in ``attributes[weight_name]`` (its
     S_r). Returns the reports to keep, best first (all of them unless ``top_k``).
     """
-    scored: list[tuple[float, int, Any]] = []
+    values: list[float] = []
     answered = False
     weights = [float((r.attributes or {}).get(weight_name, 0.0) or 0.0) for r in reports]
     top = max(weights, default=0.0) or 1.0
-    for i, (report, weight) in enumerate(zip(reports, weights, strict=True)):
+    for report, weight in zip(reports, weights, strict=True):
         key = str(report.community_id)
-        s_r = min(1.0, max(0.0, weight / top))
         value = weight
         for unit, ids in (
             ("triple", tables.community_triples.get(key, ())),
             ("chunk", tables.community_units.get(key, ())),
         ):
             ids = tuple(dict.fromkeys(ids))
-            p = _rerank(manager, query, unit, ids, [s_r] * len(ids), None)
+            p = _priorities(manager, query, unit, ids, [weight / top] * len(ids), None)
             if p is not None:
                 value = sum(p) / len(p)
                 answered = True
                 break
-        scored.append((value, i, report))
+        values.append(value)
     if not answered:
         return None
-    for value, _, report in scored:
+    for value, report in zip(values, reports, strict=True):
         report.attributes = dict(report.attributes or {})
         report.attributes[weight_name] = value
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    kept = [r for _, _, r in scored]
+    kept = [reports[i] for i in host_order(values)]
     return kept[:top_k] if top_k is not None else kept
+
+
+# --------------------------------------------------------------------------- chunk level (local search)
+
+
+def _candidate_units(builder: Any, selected_entities: list[Any]) -> list[Any]:
+    """GraphRAG 3.3's candidate text units of the selected entities, in its order (verbatim)."""
+    from copy import deepcopy
+
+    from graphrag.query.context_builder.source_context import count_relationships
+
+    text_unit_ids_set = set()
+    unit_info_list = []
+    relationship_values = list(builder.relationships.values())
+    for index, entity in enumerate(selected_entities):
+        entity_relationships = [
+            rel for rel in relationship_values if rel.source == entity.title or rel.target == entity.title
+        ]
+        for text_id in entity.text_unit_ids or []:
+            if text_id not in text_unit_ids_set and text_id in builder.text_units:
+                selected_unit = deepcopy(builder.text_units[text_id])
+                num_relationships = count_relationships(entity_relationships, selected_unit)
+                text_unit_ids_set.add(text_id)
+                unit_info_list.append((selected_unit, index, num_relationships))
+    unit_info_list.sort(key=lambda x: (x[1], -x[2]))
+    return [unit[0] for unit in unit_info_list]
+
+
+def _in_p_order(builder: Any, units: list[Any]) -> list[Any]:
+    """The text units ordered by P (S_r = 1 − i/(2n), GraphRAG's rank as a prior); ties keep its order."""
+    n = len(units)
+    if not n or builder.triage_manager is None:
+        return units
+    try:
+        p = _priorities(
+            builder.triage_manager, builder.triage_query, "chunk", [u.id for u in units],
+            [1.0 - i / (2 * n) for i in range(n)], builder.triage_query_id,
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - reweighting never breaks the search
+        log.warning("chunk reweighting skipped: %s", exc)
+        return units
+    return units if p is None else [units[i] for i in host_order(p)]
+
+
+def _with_candidates(
+    builder: Any, selected_entities: list[Any], context_data: dict, context_name: str
+) -> None:
+    """GraphRAG 3.3's ``return_candidate_context`` marking of the candidate units (verbatim)."""
+    from graphrag.query.input.retrieval.text_units import get_candidate_text_units
+
+    candidate = get_candidate_text_units(
+        selected_entities=selected_entities, text_units=list(builder.text_units.values())
+    )
+    key = context_name.lower()
+    if key not in context_data:
+        candidate["in_context"] = False
+        context_data[key] = candidate
+    elif "id" in candidate.columns and "id" in context_data[key].columns:
+        candidate["in_context"] = candidate["id"].isin(context_data[key]["id"])
+        context_data[key] = candidate
+    else:
+        context_data[key]["in_context"] = True
 
 
 _CONTEXT_CLASS: type | None = None
@@ -162,11 +229,8 @@ def mixed_context_class() -> type:
     global _CONTEXT_CLASS
     if _CONTEXT_CLASS is not None:
         return _CONTEXT_CLASS
-    from copy import deepcopy
-
     import pandas as pd
-    from graphrag.query.context_builder.source_context import build_text_unit_context, count_relationships
-    from graphrag.query.input.retrieval.text_units import get_candidate_text_units
+    from graphrag.query.context_builder.source_context import build_text_unit_context
     from graphrag.query.structured_search.local_search.mixed_context import LocalSearchMixedContext
 
     class TriageMixedContext(LocalSearchMixedContext):
@@ -202,40 +266,7 @@ def mixed_context_class() -> type:
             # GraphRAG 3.3's candidate collection and order, verbatim; then the order follows P.
             if not selected_entities or not self.text_units:
                 return ("", {context_name.lower(): pd.DataFrame()})
-            text_unit_ids_set = set()
-            unit_info_list = []
-            relationship_values = list(self.relationships.values())
-            for index, entity in enumerate(selected_entities):
-                entity_relationships = [
-                    rel
-                    for rel in relationship_values
-                    if rel.source == entity.title or rel.target == entity.title
-                ]
-                for text_id in entity.text_unit_ids or []:
-                    if text_id not in text_unit_ids_set and text_id in self.text_units:
-                        selected_unit = deepcopy(self.text_units[text_id])
-                        num_relationships = count_relationships(entity_relationships, selected_unit)
-                        text_unit_ids_set.add(text_id)
-                        unit_info_list.append((selected_unit, index, num_relationships))
-            unit_info_list.sort(key=lambda x: (x[1], -x[2]))
-            selected_text_units = [unit[0] for unit in unit_info_list]
-            n = len(selected_text_units)
-            if n and self.triage_manager is not None:
-                try:
-                    p = _rerank(
-                        self.triage_manager,
-                        self.triage_query,
-                        "chunk",
-                        [u.id for u in selected_text_units],
-                        [1.0 - i / (2 * n) for i in range(n)],
-                        self.triage_query_id,
-                    )
-                except Exception as exc:  # noqa: BLE001 - reweighting never breaks the search
-                    log.warning("chunk reweighting skipped: %s", exc)
-                    p = None
-                if p is not None:
-                    order = sorted(range(n), key=lambda i: (-p[i], i))
-                    selected_text_units = [selected_text_units[i] for i in order]
+            selected_text_units = _in_p_order(self, _candidate_units(self, selected_entities))
             context_text, context_data = build_text_unit_context(
                 text_units=selected_text_units,
                 tokenizer=self.tokenizer,
@@ -245,19 +276,145 @@ def mixed_context_class() -> type:
                 column_delimiter=column_delimiter,
             )
             if return_candidate_context:
-                candidate = get_candidate_text_units(
-                    selected_entities=selected_entities, text_units=list(self.text_units.values())
-                )
-                key = context_name.lower()
-                if key not in context_data:
-                    candidate["in_context"] = False
-                    context_data[key] = candidate
-                elif "id" in candidate.columns and "id" in context_data[key].columns:
-                    candidate["in_context"] = candidate["id"].isin(context_data[key]["id"])
-                    context_data[key] = candidate
-                else:
-                    context_data[key]["in_context"] = True
+                _with_candidates(self, selected_entities, context_data, context_name)
             return (str(context_text), context_data)
 
     _CONTEXT_CLASS = TriageMixedContext
     return TriageMixedContext
+
+
+# --------------------------------------------------------------------------- the reweighted searches
+
+
+def _collector() -> tuple[Any, dict[str, Any]]:
+    """A ``QueryCallbacks`` that keeps the last context it was shown, and the dict it keeps it in."""
+    from graphrag.callbacks.noop_query_callbacks import NoopQueryCallbacks
+
+    context_data: dict[str, Any] = {}
+
+    class _Collect(NoopQueryCallbacks):
+        def on_context(self, context: Any) -> None:
+            context_data.clear()
+            context_data.update(context)
+
+    return _Collect(), context_data
+
+
+async def _stream(engine: Any, query: str) -> str:
+    response = ""
+    async for chunk in engine.stream_search(query=query):
+        response += chunk
+    return response
+
+
+async def local_reweighted(
+    config: Any,
+    entities: pd.DataFrame,
+    communities: pd.DataFrame,
+    community_reports: pd.DataFrame,
+    text_units: pd.DataFrame,
+    relationships: pd.DataFrame,
+    covariates: pd.DataFrame | None,
+    community_level: int,
+    response_type: str,
+    query: str,
+    callbacks: list[Any],
+    verbose: bool,
+    manager: TriageManager,
+    query_id: str,
+) -> tuple[Any, Any]:
+    """``graphrag.api.local_search`` (3.3) step by step, with the engine's context builder replaced.
+
+    ``relationships`` is the frame to rank by (already reweighted by :func:`reweight_relationships`).
+    """
+    from graphrag.config.embeddings import entity_description_embedding
+    from graphrag.logger.standard_logging import init_loggers
+    from graphrag.query.factory import get_local_search_engine
+    from graphrag.query.indexer_adapters import (
+        read_indexer_covariates,
+        read_indexer_entities,
+        read_indexer_relationships,
+        read_indexer_reports,
+        read_indexer_text_units,
+    )
+    from graphrag.utils.api import get_embedding_store, load_search_prompt
+
+    init_loggers(config=config, verbose=verbose, filename="query.log")
+    collect, context_data = _collector()
+    engine = get_local_search_engine(
+        config=config,
+        reports=read_indexer_reports(community_reports, communities, community_level),
+        text_units=read_indexer_text_units(text_units),
+        entities=read_indexer_entities(entities, communities, community_level),
+        relationships=read_indexer_relationships(relationships),
+        covariates={"claims": read_indexer_covariates(covariates) if covariates is not None else []},
+        description_embedding_store=get_embedding_store(
+            config=config.vector_store, embedding_name=entity_description_embedding
+        ),
+        response_type=response_type,
+        system_prompt=load_search_prompt(config.local_search.prompt),
+        callbacks=[*callbacks, collect],
+    )
+    engine.context_builder = mixed_context_class().from_builder(engine.context_builder, manager, query_id)
+    response = await _stream(engine, query)
+    return response, dict(context_data)
+
+
+async def global_reweighted(
+    config: Any,
+    entities: pd.DataFrame,
+    communities: pd.DataFrame,
+    community_reports: pd.DataFrame,
+    community_level: int | None,
+    response_type: str,
+    query: str,
+    callbacks: list[Any],
+    verbose: bool,
+    manager: TriageManager,
+    tables: GraphTables,
+    top_k: int | None,
+) -> tuple[Any, Any]:
+    """``graphrag.api.global_search`` (3.3) step by step, with report weights set from P."""
+    from graphrag.logger.standard_logging import init_loggers
+    from graphrag.query.context_builder.community_context import _compute_community_weights
+    from graphrag.query.factory import get_global_search_engine
+    from graphrag.query.indexer_adapters import (
+        read_indexer_communities,
+        read_indexer_entities,
+        read_indexer_reports,
+    )
+    from graphrag.utils.api import load_search_prompt
+
+    init_loggers(config=config, verbose=verbose, filename="query.log")
+    collect, context_data = _collector()
+    reports = read_indexer_reports(community_reports, communities, community_level=community_level)
+    entities_ = read_indexer_entities(entities, communities, community_level=community_level)
+    engine = get_global_search_engine(
+        config,
+        reports=reports,
+        entities=entities_,
+        communities=read_indexer_communities(communities, community_reports),
+        response_type=response_type,
+        dynamic_community_selection=False,
+        map_system_prompt=load_search_prompt(config.global_search.map_prompt),
+        reduce_system_prompt=load_search_prompt(config.global_search.reduce_prompt),
+        general_knowledge_inclusion_prompt=load_search_prompt(config.global_search.knowledge_prompt),
+        callbacks=[*callbacks, collect],
+    )
+    params = engine.context_builder_params
+    weight_name = params.get("community_weight_name", "occurrence weight")
+    if reports and params.get("include_community_weight", True):
+        try:
+            _compute_community_weights(
+                reports,
+                entities_,
+                weight_attribute=weight_name,
+                normalize=params.get("normalize_community_weight", True),
+            )
+            kept = reweight_reports(reports, tables, manager, query, weight_name=weight_name, top_k=top_k)
+            if kept is not None:
+                engine.context_builder.community_reports = kept
+        except Exception as exc:  # noqa: BLE001 - reweighting never breaks the search
+            log.warning("report reweighting skipped: %s", exc)
+    response = await _stream(engine, query)
+    return response, dict(context_data)

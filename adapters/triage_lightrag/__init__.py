@@ -2,43 +2,33 @@
 
 ::
 
-    from triage_lightrag import instrument
+    from triage_lightrag import instrument      # or LightRAGInstrumentor().instrument(rag, ...)
 
     inst = instrument(rag)                     # an initialized LightRAG instance
-    await rag.aquery("Who directed Inception?")
-    inst.feedback(inst.query_id, 1.0)          # score in [0, 1]
+    with inst.query() as qid:
+        await rag.aquery("Who directed Inception?")
+    inst.feedback(qid, 1.0)                    # score in [0, 1]
 
-See ``docs/lightrag.md``. LightRAG is imported lazily, only inside this package's functions; this
-module and :mod:`triage_lightrag.plugin` (the entry point) import nothing heavy.
+See ``docs/lightrag.md``. The modules follow the adapter skeleton: :mod:`~triage_lightrag.instrument`
+(the instrumentor), :mod:`~triage_lightrag.translate` (LightRAG objects -> events),
+:mod:`~triage_lightrag.reweight` (priorities -> LightRAG's ranking knobs). LightRAG is imported
+lazily, only inside functions: this package and :mod:`triage_lightrag.plugin` (the entry point)
+import nothing from it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from triage_lightrag.instrument import GatedAnswer, LightRAGInstrumentor, instrument
+from triage_plugins.adapter_kit.logprobs import LogprobText, capture_logprobs, record_logprobs
+
+Instrumentation = LightRAGInstrumentor  # the handle's former name
 
 __all__ = [
     "GatedAnswer",
     "Instrumentation",
+    "LightRAGInstrumentor",
     "LogprobText",
     "capture_logprobs",
     "instrument",
     "record_logprobs",
 ]
-
-_LAZY = {
-    "GatedAnswer": "triage_lightrag.instrumentation",
-    "Instrumentation": "triage_lightrag.instrumentation",
-    "instrument": "triage_lightrag.instrumentation",
-    "LogprobText": "triage_lightrag.logprobs",
-    "capture_logprobs": "triage_lightrag.logprobs",
-    "record_logprobs": "triage_lightrag.logprobs",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(name)
-    import importlib
-
-    return getattr(importlib.import_module(module), name)

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from triage_lightrag.logprobs import LogprobText, capture_logprobs
+from triage_lightrag.offline import scripted_extractor
+from triage_plugins.adapter_kit.logprobs import LogprobText, capture_logprobs
 from triage_plugins.offline.context_reader import answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
-from triage_plugins.offline.llm import ScriptedLLM
 
 __all__ = ["ByteTokenizer", "ScriptedLightRAGLLM", "build_rag", "hashing_embedding", "offline_tokenizer"]
 
@@ -82,7 +82,7 @@ class ScriptedLightRAGLLM:
     """A deterministic ``llm_model_func`` for LightRAG 1.5.7.
 
     :param known_chunks: the corpus texts, so the extractor recognises the input in a prompt.
-    :param logprobs: return extraction completions as :class:`~triage_lightrag.logprobs.LogprobText`
+    :param logprobs: return extraction completions as :class:`~triage_plugins.adapter_kit.logprobs.LogprobText`
         with one made-up, deterministic log-probability per whitespace-delimited token (for testing
         the log-probability path; a real model's values are what TCS is for).
     :param answer: ``"reader"`` (default) answers with the offline extractive reader over the
@@ -93,7 +93,7 @@ class ScriptedLightRAGLLM:
     def __init__(self, known_chunks: Iterable[str] = (), *, logprobs: bool = False, answer: str = "reader") -> None:
         if answer not in ("reader", "list"):
             raise ValueError(f"answer must be 'reader' or 'list', got {answer!r}")
-        self.extractor = ScriptedLLM(tuple(known_chunks))
+        self.extractor = scripted_extractor(known_chunks)
         self.logprobs = logprobs
         self.answer_style = answer
         self.calls: dict[str, int] = {"extract": 0, "keywords": 0, "summary": 0, "answer": 0, "glean": 0}
@@ -128,7 +128,7 @@ class ScriptedLightRAGLLM:
             return "<|COMPLETE|>"
         if "---Input Text---" in prompt:
             self.calls["extract"] += 1
-            text = self.extractor.lightrag(prompt)
+            text = self.extractor.complete(prompt)
             return _with_logprobs(text) if self.logprobs else text
         if "Description List" in prompt:
             self.calls["summary"] += 1

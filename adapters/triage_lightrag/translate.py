@@ -13,27 +13,56 @@ Decisions (documented in ``docs/lightrag.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from triage_plugins.contract.events import Chunk, ExtractedTriple, Subgraph, Triple
-from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.adapter_kit.logprobs import span_logprobs
+from triage_plugins.contract.events import (
+    Chunk,
+    ExtractedTriple,
+    ExtractionEvent,
+    RetrievalEvent,
+    Subgraph,
+    Triple,
+)
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.grounding import coalesce_mentions
+
+if TYPE_CHECKING:
+    from triage_plugins.kg.grounding import Grounder
 
 __all__ = [
     "DEFAULT_PREDICATE",
+    "FRAMEWORK",
     "GRAPH_FIELD_SEP",
+    "MODES",
+    "SCORE_ATTRIBUTE",
     "TUPLE_DELIMITER",
+    "extraction_event",
     "extraction_triples",
     "graph_view",
-    "record_token_logprobs",
+    "pin_keywords",
+    "query_mentions",
     "relation_triple",
+    "reroute",
+    "retrieval_event",
     "retrieved_chunks",
     "retrieved_subgraph",
+    "snapshot",
     "split_sources",
+    "stored_scores",
     "triple_id",
 ]
+
+FRAMEWORK = "lightrag"
+MODES = ("local", "global", "hybrid", "mix", "naive")
+# reroute "expand_hops": LightRAG has no multi-hop traversal; this is the next-wider mode.
+WIDER_MODE = {"local": "hybrid", "global": "hybrid", "hybrid": "mix", "naive": "mix", "mix": "mix"}
+SCORE_ATTRIBUTE = "triage_score"  # the edge attribute learned triple scores persist in
 
 GRAPH_FIELD_SEP = "<SEP>"  # lightrag.constants.GRAPH_FIELD_SEP in 1.5.7 (a test checks it)
 TUPLE_DELIMITER = "<|#|>"  # PROMPTS["DEFAULT_TUPLE_DELIMITER"]
@@ -90,28 +119,6 @@ def split_sources(source_id: Any) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- extraction
 
 
-def record_token_logprobs(
-    pairs: Sequence[tuple[str, float]] | None, start: int, end: int
-) -> tuple[float, ...] | None:
-    """Log-probabilities of the tokens overlapping characters ``[start, end)`` of the completion.
-
-    ``pairs`` are ``(token_text, logprob)`` whose texts concatenate to the completion; ``None`` when
-    there are none or they do not cover the span (then TCS is N/A for the triple).
-    """
-    if not pairs:
-        return None
-    out: list[float] = []
-    pos = 0
-    for token, lp in pairs:
-        nxt = pos + len(token)
-        if nxt > start and pos < end:
-            out.append(min(0.0, float(lp)))
-        if pos >= end:
-            break
-        pos = nxt
-    return tuple(out) if out and pos >= end else None
-
-
 def extraction_triples(
     completion: str,
     *,
@@ -150,8 +157,41 @@ def extraction_triples(
         if triple.id in seen:
             continue
         seen.add(triple.id)
-        out.append(ExtractedTriple(triple, record_token_logprobs(logprobs, start, end), fields[4] or None))
+        out.append(ExtractedTriple(triple, span_logprobs(logprobs, start, end), fields[4] or None))
     return out
+
+
+def extraction_event(
+    run_id: str,
+    chunk_id: str,
+    record: Mapping[str, Any],
+    completions: Iterable[str],
+    *,
+    normalize: Callable[[str], str] = str.strip,
+    logprobs_of: Callable[[str], Sequence[tuple[str, float]] | None] = lambda _: None,
+    model: str | None = None,
+    temperature: Any = None,
+) -> ExtractionEvent:
+    """The extraction event of one chunk: the relation records of its cached completions.
+
+    ``record`` is the chunk's ``text_chunks`` record; ``completions`` the ``return`` texts of its
+    ``extract`` cache entries, first record of a pair kept; ``logprobs_of(completion)`` gives the
+    completion's token pairs (see :mod:`triage_plugins.adapter_kit.logprobs`), or ``None``.
+    """
+    triples: dict[str, ExtractedTriple] = {}
+    for text in completions:
+        for et in extraction_triples(text, normalize=normalize, logprobs=logprobs_of(text)):
+            triples.setdefault(et.triple.id, et)
+    chunk = Chunk(
+        chunk_id,
+        str(record.get("full_doc_id") or record.get("file_path") or "unknown"),
+        str(record.get("content") or ""),
+        {"chunk_order_index": int(record.get("chunk_order_index") or 0)},
+    )
+    valid = isinstance(temperature, int | float) and temperature >= 0
+    return ExtractionEvent(
+        FRAMEWORK, run_id, chunk, tuple(triples.values()), model, float(temperature) if valid else None
+    )
 
 
 # --------------------------------------------------------------------------- graph
@@ -185,6 +225,22 @@ def graph_view(nodes: Iterable[Mapping[str, Any]], edges: Iterable[Mapping[str, 
         triples.append(t)
         sources.setdefault(t.id, split_sources(e.get("source_id")))
     return GraphView(triples, nodes=node_ids, sources=sources)
+
+
+def stored_scores(edges: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Triple id -> the learned score an edge carries as :data:`SCORE_ATTRIBUTE` (persisted earlier)."""
+    out: dict[str, float] = {}
+    for e in edges:
+        raw, src, tgt = e.get(SCORE_ATTRIBUTE), e.get("source"), e.get("target")
+        if raw in (None, "") or not src or not tgt:
+            continue
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            out[triple_id(str(src), str(tgt))] = value
+    return out
 
 
 # --------------------------------------------------------------------------- retrieval
@@ -223,3 +279,119 @@ def retrieved_chunks(data: Mapping[str, Any]) -> tuple[Chunk, ...]:
         seen.add(cid)
         out.append(_chunk(str(cid), str(c.get("file_path") or "unknown_source"), str(c.get("content") or "")))
     return tuple(out)
+
+
+def snapshot(result: Any) -> dict[str, Any]:
+    """The parts of an ``aquery_data`` / ``aquery_llm`` payload an event needs, copied (the caller
+    may mutate its own)."""
+    if not isinstance(result, dict):
+        return {}
+    data = result.get("data") or {}
+    keywords = (result.get("metadata") or {}).get("keywords") or {}
+    return {
+        "data": {k: list(data.get(k) or ()) for k in ("entities", "relationships", "chunks")},
+        "metadata": {"keywords": {k: list(keywords.get(k) or ()) for k in ("high_level", "low_level")}},
+    }
+
+
+def query_mentions(
+    grounder: Grounder | None, query: str, low: Sequence[Any], high: Sequence[Any]
+) -> tuple[list[str], dict[str, str | None]]:
+    """M_q and γ_q: the default grounder's mentions, LightRAG's low-level keywords, and its high-level
+    keywords that name a node (themes that name none are not entity mentions), coalesced by the
+    grounder's rule (TRIAGE §4.3.1). A keyword without letters or digits names nothing."""
+    found: list[tuple[str, str | None]] = []
+    if grounder is not None:
+        grounded = grounder.ground(query)
+        found.extend((m, grounded.grounding[m]) for m in grounded.mentions)
+    for kw in low:
+        if isinstance(kw, str) and normalize_label(kw):
+            found.append((kw.strip(), grounder.link(kw) if grounder is not None else None))
+    if grounder is not None:
+        for kw in high:
+            if isinstance(kw, str) and (node := grounder.link(kw)) is not None:
+                found.append((kw.strip(), node))
+    coalesced = coalesce_mentions(found)
+    return list(coalesced.mentions), dict(coalesced.grounding)
+
+
+def retrieval_event(
+    query_id: str,
+    query: str,
+    mode: str,
+    payload: Any,
+    grounder: Grounder | None,
+    scored: int,
+    seconds: float,
+) -> RetrievalEvent:
+    """The retrieval event of one ``aquery_data`` payload (:func:`snapshot`).
+
+    ``scored`` is what LightRAG's entity and relation vector queries returned (the RPC proxy).
+    """
+    payload = payload if isinstance(payload, dict) else {}
+    data = payload.get("data") or {}
+    keywords = (payload.get("metadata") or {}).get("keywords") or {}
+    mentions, grounding = query_mentions(
+        grounder, query, keywords.get("low_level") or (), keywords.get("high_level") or ()
+    )
+    if mode == "naive":
+        expanded, note = 0, "naive mode: vector search over chunks only; no graph node is expanded"
+    else:
+        expanded = scored
+        note = (
+            "entities + relations returned by LightRAG's vector queries (top_k each); "
+            "graph neighbours read afterwards are not counted"
+        )
+    return RetrievalEvent(
+        FRAMEWORK,
+        query_id,
+        query,
+        tuple(mentions),
+        grounding,
+        retrieved_subgraph(data),
+        (),
+        retrieved_chunks(data),
+        expanded,
+        note,
+        seconds,
+        mode if mode in MODES else "default",
+    )
+
+
+# --------------------------------------------------------------------------- gate
+
+
+def pin_keywords(param: Any, result: Any) -> Any:
+    """The same ``QueryParam`` with the keywords the retrieval used (no second keyword LLM call)."""
+    if param.hl_keywords or param.ll_keywords or not isinstance(result, dict):
+        return param
+    keywords = (result.get("metadata") or {}).get("keywords") or {}
+    high, low = list(keywords.get("high_level") or ()), list(keywords.get("low_level") or ())
+    if not high and not low:
+        return param
+    return dataclasses.replace(param, hl_keywords=high, ll_keywords=low)
+
+
+def reroute(param: Any, suggestion: Any) -> Any:
+    """Apply a gate suggestion to a copy of ``param`` (documented in docs/lightrag.md).
+
+    ``top_k`` / ``chunk_top_k``: set; ``widen_top_k``: multiply ``top_k`` and ``chunk_top_k``;
+    ``mode``: switch to that mode; ``expand_hops`` > 0: switch to the next wider mode
+    (local/global -> hybrid -> mix, naive -> mix).
+    """
+    s = dict(suggestion or {})
+    changes: dict[str, Any] = {}
+    factor = s.get("widen_top_k")
+    if isinstance(factor, int | float) and factor > 0:
+        changes["top_k"] = max(1, math.ceil(param.top_k * float(factor)))
+        if param.chunk_top_k:
+            changes["chunk_top_k"] = max(1, math.ceil(param.chunk_top_k * float(factor)))
+    for name in ("top_k", "chunk_top_k"):
+        if isinstance(s.get(name), int | float) and s[name] >= 1:
+            changes[name] = int(s[name])
+    if s.get("mode") in MODES:
+        changes["mode"] = s["mode"]
+    hops = s.get("expand_hops")
+    if isinstance(hops, int | float) and hops > 0 and "mode" not in changes:
+        changes["mode"] = WIDER_MODE.get(param.mode, param.mode)
+    return dataclasses.replace(param, **changes) if changes else param

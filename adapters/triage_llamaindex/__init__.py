@@ -4,26 +4,35 @@ Observe::
 
     from triage_llamaindex import instrument, TriageExtractionTap, TriageLLMPathExtractor
 
-    inst = instrument(store="triage.sqlite")           # handlers on LlamaIndex's root dispatcher
+    inst = instrument(store="triage.sqlite")           # or LlamaIndexInstrumentor().instrument(...)
     index = PropertyGraphIndex.from_documents(
         docs, kg_extractors=[TriageLLMPathExtractor(llm=llm), TriageExtractionTap()])
-    response = index.as_query_engine().query("Who directed Inception?")
-    inst.feedback(inst.last_query_id, 1.0)             # or use instrument_tags({"query_id": ...})
+    with inst.query() as qid:                          # or instrument_tags({"query_id": ...})
+        response = index.as_query_engine().query("Who directed Inception?")
+    inst.feedback(qid, 1.0)
 
 Improve: add ``TriagePostprocessor()`` to ``node_postprocessors``, or use
 ``TriageLLMSynonymRetriever`` / ``TriageVectorContextRetriever`` as sub-retrievers, with
 ``TriageConfig(reweight=True)`` so the feedback learner answers ``triage_rerank``.
 
-LlamaIndex is imported lazily: importing this package (or its entry-point module ``plugin``)
-imports nothing from ``llama_index``.
+The modules follow the adapter skeleton: :mod:`~triage_llamaindex.instrument` (the instrumentor),
+:mod:`~triage_llamaindex.translate` (LlamaIndex objects -> events), :mod:`~triage_llamaindex.reweight`
+(priorities -> LlamaIndex's ranking), plus :mod:`~triage_llamaindex.extraction` (the components a
+user adds to ``kg_extractors``). LlamaIndex is imported lazily: importing this package (or its
+entry-point module ``plugin``) imports nothing from ``llama_index``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from triage_llamaindex.instrument import LlamaIndexInstrumentor, instrument
+
+Instrumentation = LlamaIndexInstrumentor  # the handle's former name
+
 __all__ = [
     "Instrumentation",
+    "LlamaIndexInstrumentor",
     "TriageExtractionTap",
     "TriageLLMPathExtractor",
     "TriageLLMSynonymRetriever",
@@ -34,8 +43,6 @@ __all__ = [
 ]
 
 _LOCATIONS = {
-    "Instrumentation": "triage_llamaindex.instrumentation",
-    "instrument": "triage_llamaindex.instrumentation",
     "TriageExtractionTap": "triage_llamaindex.extraction",
     "TriageLLMPathExtractor": "triage_llamaindex.extraction",
     "TriagePostprocessor": "triage_llamaindex.reweight",

@@ -5,7 +5,8 @@ Thin LlamaIndex wrappers around the core's offline parts (:mod:`triage_plugins.o
 - :class:`OfflineLLM` — a ``CustomLLM`` answering the three prompts a PropertyGraphIndex sends:
   triplet extraction (the core's rule-based :func:`~triage_plugins.offline.extractor.
   extract_records` on the chunk found in the prompt, formatted by
-  :func:`~triage_plugins.offline.llm.format_llamaindex` as ``(subject, predicate, object)`` lines,
+  :func:`format_llamaindex` as ``(subject, predicate, object)`` lines (what LlamaIndex 0.14's
+  ``default_parse_triplets_fn`` reads),
   with per-token log-probabilities when ``logprobs=True``), synonym expansion (the capitalized
   names of the query, ``^``-separated) and answering (extractive: from the first ``s -> p -> o``
   line of the context, the endpoint the question does not name).
@@ -33,9 +34,22 @@ from triage_plugins.contract.graph_view import normalize_label
 from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
 from triage_plugins.offline.extractor import Record, extract_records
-from triage_plugins.offline.llm import find_chunk_text, format_llamaindex
+from triage_plugins.offline.llm import find_chunk_text
 
-__all__ = ["OfflineEmbedding", "OfflineLLM", "token_logprob", "tokens"]
+__all__ = ["INPUT_MARKER", "OfflineEmbedding", "OfflineLLM", "format_llamaindex", "token_logprob", "tokens"]
+
+INPUT_MARKER = re.compile(r"\nText: ((?:(?!\nText: ).)*?)\n(?:Triplets|Output):\s*\Z", re.DOTALL)
+"""Where LlamaIndex's triplet-extraction prompt holds the chunk (the last ``Text:`` before the answer)."""
+
+
+def _plain(text: str) -> str:
+    # LlamaIndex splits a triplet on commas and stops at the first ")": keep them out of the fields.
+    return re.sub(r"\s+", " ", re.sub(r"[,()]", " ", text)).strip()
+
+
+def format_llamaindex(records: Sequence[Record]) -> str:
+    """LlamaIndex's ``(subject, predicate, object)`` lines; the predicate is the record's relation."""
+    return "\n".join(f"({_plain(r.subject)}, {_plain(r.predicate)}, {_plain(r.object)})" for r in records)
 
 _TOKEN = re.compile(r"\S+|\s+")
 _NAME = re.compile(r"[A-Z0-9][\w'&-]*(?: [A-Z0-9][\w'&-]*)*")
@@ -95,7 +109,7 @@ class OfflineLLM(CustomLLM):
 
     def _respond(self, prompt: str) -> CompletionResponse:
         if "Triplets:" in prompt:
-            text = find_chunk_text(prompt)
+            text = find_chunk_text(prompt, markers=(INPUT_MARKER,))
             out = format_llamaindex(self._extractor(text)) if text else ""
             lps = (
                 [[LogProb(token=t, logprob=token_logprob(t))] for t in tokens(out)] if self.logprobs else None

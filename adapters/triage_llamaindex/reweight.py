@@ -39,7 +39,8 @@ from triage_llamaindex.translate import (
     store_triplets,
     triple_of,
 )
-from triage_plugins.contract.events import RerankRequest
+from triage_plugins.adapter_kit.ordering import ask_priorities, host_order
+from triage_plugins.adapter_kit.query_ids import current_query_id
 
 if TYPE_CHECKING:
     from triage_plugins.runtime.manager import TriageManager
@@ -63,7 +64,7 @@ _current_query: ContextVar[QueryBundle | None] = ContextVar("triage_pg_query", d
 def _resolve_manager(manager: TriageManager | None) -> TriageManager:
     if manager is not None:
         return manager
-    from triage_llamaindex.instrumentation import active_instrumentation
+    from triage_llamaindex.instrument import active_instrumentation
 
     active = active_instrumentation()
     if active is not None:
@@ -74,16 +75,10 @@ def _resolve_manager(manager: TriageManager | None) -> TriageManager:
 
 
 def _current_query_id() -> str | None:
-    from triage_llamaindex.instrumentation import active_instrumentation
+    from triage_llamaindex.instrument import active_instrumentation
 
     active = active_instrumentation()
-    return active.current_query_id() if active is not None else None
-
-
-def _relevance(score: float | None) -> float:
-    if score is None:
-        return DEFAULT_SCORE
-    return min(1.0, max(0.0, float(score)))
+    return active.current_query_id() if active is not None else current_query_id()
 
 
 def rank_by_priority(
@@ -98,28 +93,16 @@ def rank_by_priority(
 ) -> list[tuple[int, float]] | None:
     """Ask ``manager.rerank`` and return ``(candidate index, priority)`` best first.
 
-    Duplicated ids are asked once and share the first occurrence's priority. ``None`` when no
-    plugin answered (keep the framework's order and scores). The sort is stable, so ties keep
-    the framework's order.
+    Duplicated ids are asked once and share the first occurrence's priority; a candidate without a
+    score gets LlamaIndex's default 1.0 as S_r. ``None`` when no plugin answered (keep the
+    framework's order and scores). Ties keep the framework's order
+    (:func:`~triage_plugins.adapter_kit.ordering.host_order`).
     """
-    unique: dict[str, float] = {}
-    for cid, score in zip(ids, scores, strict=True):
-        unique.setdefault(cid, _relevance(score))
-    if not unique:
-        return None
-    request = RerankRequest(
-        FRAMEWORK,
-        query,
-        unit,
-        tuple(unique),
-        tuple(unique.values()),
-        query_id=_current_query_id(),
-    )
-    priorities = manager.rerank(request)
+    relevance = [DEFAULT_SCORE if score is None else score for score in scores]
+    priorities = ask_priorities(manager, FRAMEWORK, query, unit, ids, relevance, _current_query_id())
     if priorities is None:
         return None
-    by_id = dict(zip(unique, priorities, strict=True))
-    ranked = sorted(((i, by_id[cid]) for i, cid in enumerate(ids)), key=lambda item: -item[1])
+    ranked = [(i, priorities[i]) for i in host_order(priorities)]
     if min_priority is not None:
         ranked = [(i, p) for i, p in ranked if p >= min_priority]
     if top_n is not None:
@@ -164,7 +147,7 @@ class TriagePostprocessor(BaseNodePostprocessor):
         store = self._graph_store
         if store is None:
             return None
-        from triage_llamaindex.instrumentation import active_instrumentation
+        from triage_llamaindex.instrument import active_instrumentation
 
         active = active_instrumentation()
         if active is not None:

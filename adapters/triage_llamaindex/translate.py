@@ -22,17 +22,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage_plugins.contract.events import Triple
+from triage_plugins.adapter_kit.logprobs import span_logprobs
+from triage_plugins.contract.events import Chunk, Triple
 from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
     "KnownGraph",
     "build_known_graph",
     "chosen_token_offsets",
+    "chosen_tokens",
     "entity_type",
     "graph_fingerprint",
+    "node_chunks",
     "parse_triples",
     "record_span",
+    "retriever_name",
+    "retriever_store",
+    "store_of",
     "store_triplets",
     "triple_of",
     "triple_logprobs",
@@ -167,18 +173,57 @@ def parse_triples(text: str, by_line: Mapping[str, Triple] | None) -> list[Tripl
     return found
 
 
+# --------------------------------------------------------------------------- retrieval
+
+
+def node_chunks(nodes: Iterable[Any]) -> tuple[Chunk, ...]:
+    """A text retriever's ``NodeWithScore`` list as chunks, in rank order (no graph provenance)."""
+    out: dict[str, Chunk] = {}
+    for scored in nodes:
+        node = scored.node
+        out.setdefault(node.node_id, Chunk(node.node_id, node.ref_doc_id or node.node_id, node.get_content()))
+    return tuple(out.values())
+
+
+def store_of(index_or_store: Any) -> Any:
+    """The property graph store of a ``PropertyGraphIndex`` (or the store itself)."""
+    store = getattr(index_or_store, "property_graph_store", None)
+    return store if store is not None else index_or_store
+
+
+def retriever_store(retriever: Any) -> Any:
+    """The property graph store a (PG) retriever reads, via LlamaIndex's private ``_graph_store``."""
+    store = getattr(retriever, "_graph_store", None)
+    if store is not None:
+        return store
+    for sub in getattr(retriever, "sub_retrievers", None) or ():
+        store = getattr(sub, "_graph_store", None)
+        if store is not None:
+            return store
+    return None
+
+
+def retriever_name(retriever: Any) -> str:
+    """``RetrievalEvent.retriever``: the class name, with the sub-retrievers of a ``PGRetriever``."""
+    name = type(retriever).__name__ if retriever is not None else "default"
+    subs = getattr(retriever, "sub_retrievers", None)
+    if subs:
+        name += "(" + "+".join(type(s).__name__ for s in subs) + ")"
+    return name
+
+
 # --------------------------------------------------------------------------- log-probabilities
 
 
-def chosen_token_offsets(text: str, logprobs: Sequence[Sequence[Any]]) -> list[tuple[int, int, float]] | None:
-    """``(start, end, logprob)`` of the sampled token at each position of a completion.
+def chosen_tokens(text: str, logprobs: Sequence[Sequence[Any]]) -> list[tuple[str, float]] | None:
+    """``(token, logprob)`` of the sampled token at each position of a completion.
 
     LlamaIndex's ``logprobs`` hold, per position, a list of ``LogProb(token, logprob)`` candidates
     (OpenAI's top-logprobs); the sampled token is the candidate that continues ``text`` at the
     current offset. ``None`` when the tokens cannot be aligned with the text (then no triple gets
     log-probabilities rather than wrong ones).
     """
-    offsets: list[tuple[int, int, float]] = []
+    pairs: list[tuple[str, float]] = []
     pos = 0
     for candidates in logprobs:
         if not candidates:
@@ -186,10 +231,22 @@ def chosen_token_offsets(text: str, logprobs: Sequence[Sequence[Any]]) -> list[t
         chosen = next((c for c in candidates if c.token and text.startswith(c.token, pos)), None)
         if chosen is None:
             return None
-        end = pos + len(chosen.token)
-        offsets.append((pos, end, float(chosen.logprob)))
-        pos = end
-    return offsets
+        pairs.append((chosen.token, float(chosen.logprob)))
+        pos += len(chosen.token)
+    return pairs
+
+
+def chosen_token_offsets(text: str, logprobs: Sequence[Sequence[Any]]) -> list[tuple[int, int, float]] | None:
+    """``(start, end, logprob)`` of each sampled token (:func:`chosen_tokens` as character offsets)."""
+    pairs = chosen_tokens(text, logprobs)
+    if pairs is None:
+        return None
+    out: list[tuple[int, int, float]] = []
+    pos = 0
+    for token, lp in pairs:
+        out.append((pos, pos + len(token), lp))
+        pos += len(token)
+    return out
 
 
 def record_span(text: str, triple: Triple, used: set[int] | None = None) -> tuple[int, int] | None:
@@ -220,20 +277,17 @@ def record_span(text: str, triple: Triple, used: set[int] | None = None) -> tupl
 def triple_logprobs(
     text: str, logprobs: Sequence[Sequence[Any]] | None, triples: Iterable[Triple]
 ) -> dict[str, tuple[float, ...] | None]:
-    """Per triple id, the log-probabilities of the sampled tokens overlapping its record line."""
+    """Per triple id, the log-probabilities of the sampled tokens overlapping its record line
+    (:func:`triage_plugins.adapter_kit.logprobs.span_logprobs`)."""
     triples = list(triples)
-    if not logprobs:
-        return {t.id: None for t in triples}
-    offsets = chosen_token_offsets(text, logprobs)
+    pairs = chosen_tokens(text, logprobs) if logprobs else None
     out: dict[str, tuple[float, ...] | None] = {}
     used: set[int] = set()
     for triple in triples:
-        span = record_span(text, triple, used) if offsets is not None else None
+        span = record_span(text, triple, used) if pairs is not None else None
         if span is None:
             out[triple.id] = None
             continue
         used.add(span[0])
-        lo, hi = span
-        values = tuple(min(lp, 0.0) for s, e, lp in offsets if s < hi and e > lo)
-        out[triple.id] = values or None
+        out[triple.id] = span_logprobs(pairs, *span)
     return out

@@ -444,7 +444,7 @@ def test_quickstart_example_runs_offline(tmp_path, capsys) -> None:
 
 
 def test_record_logprobs_cover_only_the_record_tokens() -> None:
-    from triage_graphrag.tables import record_logprobs
+    from triage_graphrag.translate import record_logprobs
 
     content = '("entity"<|>A<|>T<|>d)\n##\n("relationship"<|>A<|>B<|>a b<|>1)\n<|COMPLETE|>'
     pieces = re.findall(r"\w+|\s+|[^\w\s]", content)

@@ -28,7 +28,6 @@ pytest.importorskip("lightrag")
 from lightrag import QueryParam  # noqa: E402
 
 from triage_lightrag import GatedAnswer, instrument  # noqa: E402
-from triage_lightrag.instrumentation import _reroute  # noqa: E402
 from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag  # noqa: E402
 from triage_lightrag.translate import (  # noqa: E402
     GRAPH_FIELD_SEP,
@@ -37,6 +36,7 @@ from triage_lightrag.translate import (  # noqa: E402
     split_sources,
     triple_id,
 )
+from triage_lightrag.translate import reroute as _reroute  # noqa: E402
 from triage_plugins import hookimpl  # noqa: E402
 from triage_plugins.contract.config import TriageConfig  # noqa: E402
 from triage_plugins.contract.events import GateDecision  # noqa: E402
@@ -616,8 +616,10 @@ def test_feedback_learner_end_to_end_and_scores_survive_a_restart(loop, world, t
     rag = loop.run_until_complete(build_rag(tmp_path / "rag", texts, workspace=workspace, llm=llm))
     q = world.questions[0].text
     tight = QueryParam(mode="local", max_relation_tokens=1200, enable_rerank=False)
-    # asynchronous delivery: feedback right after a query must still find its retrieval
-    m = manager(store=tmp_path / "t.sqlite", defaults=True, synchronous=False)
+    # asynchronous delivery: feedback right after a query must still find its retrieval; the
+    # learner reranks under the manager's own config (the adapter never changes it)
+    learning = TriageConfig(reweight=True, unit="triple")
+    m = manager(store=tmp_path / "t.sqlite", defaults=True, synchronous=False, config=learning)
     inst = instrument(rag, manager=m, reweight=True)
     try:
         before = relation_ids(loop.run_until_complete(rag.aquery_data(q, tight)))
@@ -652,7 +654,7 @@ def test_feedback_learner_end_to_end_and_scores_survive_a_restart(loop, world, t
 
     # a restarted deployment with an empty score store reads the scores back from the graph
     restarted = loop.run_until_complete(build_rag(tmp_path / "rag", texts, workspace=workspace, insert=False))
-    m2 = manager(store=tmp_path / "fresh.sqlite", defaults=True)
+    m2 = manager(store=tmp_path / "fresh.sqlite", defaults=True, config=learning)
     inst2 = instrument(restarted, manager=m2, reweight=True)
     try:
         again = relation_ids(loop.run_until_complete(restarted.aquery_data(q, tight)))
@@ -675,7 +677,7 @@ def test_feedback_learner_changes_global_relations_and_chunk_order(loop, world, 
     q = world.questions[0].text
     param = QueryParam(mode=mode, max_relation_tokens=1200, enable_rerank=unit == "chunk")
     read = relation_ids if unit == "triple" else chunk_ids
-    m = manager(store=tmp_path / "t.sqlite", defaults=True)
+    m = manager(store=tmp_path / "t.sqlite", defaults=True, config=TriageConfig(reweight=True, unit=unit))
     inst = instrument(rag, manager=m, reweight=True, unit=unit)
     try:
         before = read(loop.run_until_complete(rag.aquery_data(q, param)))

@@ -255,12 +255,12 @@ def test_instrument_adds_two_handlers_once_and_uninstrument_removes_exactly_them
         again = instrument(manager=manager_with())
         assert again is inst
         assert len(root.event_handlers) == len(before_events) + 1
-        from triage_llamaindex.instrumentation import Instrumentation
+        from triage_llamaindex.instrument import LlamaIndexInstrumentor
         from triage_plugins.contract.errors import ConfigError
 
         with pytest.raises(ConfigError, match="another triage instrumentation"):
-            Instrumentation(manager_with()).install()
-        inst.install()  # re-installing itself adds nothing
+            LlamaIndexInstrumentor().instrument(manager=manager_with())
+        inst.instrument()  # re-instrumenting itself adds nothing
         assert len(root.span_handlers) == len(before_spans) + 1
         from llama_index.core.instrumentation.event_handlers import NullEventHandler
 
@@ -590,12 +590,14 @@ def test_handler_and_plugin_failures_change_nothing(index, monkeypatch):
     try:
         failing = engine.query("Tell me about Nolan")
         assert inst.errors == 0  # plugin failures are the manager's to contain
-        from triage_llamaindex import instrumentation as module
+        from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+
+        from triage_llamaindex.instrument import _routes
 
         def broken(self, event):
             raise ValueError("translation bug")
 
-        monkeypatch.setitem(module._ROUTES, module.RetrievalEndEvent, broken)
+        monkeypatch.setitem(_routes(), RetrievalEndEvent, broken)
         broken_handler = engine.query("Tell me about Nolan")
     finally:
         inst.uninstrument()

@@ -12,13 +12,17 @@ Decisions:
   (synchronous delivery, no entry-point plugins, so runs are deterministic), its own store run (kind
   ``"compare"``), and a score namespace ``"<framework>/<mode>@<run id>:<unit>"`` in the shared store,
   so the EvoRAG contribution scores learned in one mode (or an earlier compare) never leak into another.
-* **Runners** come from :data:`RUNNERS` or, for an installed adapter, from the entry-point group
-  ``"triage.compare"`` (:data:`RUNNER_ENTRY_POINT_GROUP`); the core never imports an adapter.
+* **Runners** are the built-in :class:`ReferenceRunner`, those added with :func:`register_runner`, and
+  those the ``triage`` entry-point plugins register through the hook ``triage_register_runners``
+  (:func:`runner_registry`); the core never imports an adapter. The runner SDK (:class:`Corpus`,
+  :class:`Question`, :func:`query_id`, :func:`~triage_plugins.adapter_kit.runner.run_rounds`, the gold-hit
+  rule) is :mod:`triage_plugins.adapter_kit.runner`. An unknown framework name is a
+  :class:`~triage_plugins.ConfigError` naming the close matches.
 * **Query ids** are :func:`query_id` ``(question, mode, round)``: unique per framework across modes
   and feedback rounds, because a generation event carries no retriever and must be joined to its
   retrieval by id. A runner must use them.
 * **Feedback rounds** (EvoRAG §4–5): round 0 answers every question; each round k ≥ 1 first sends gold
-  feedback (1 when the answer hits a gold answer, else 0) for round k − 1, then asks again with
+  feedback (1 when :func:`~triage_plugins.adapter_kit.runner.gold_hit`, else 0) for round k − 1, then asks again with
   reweighting on. Accuracy per round is Hits@1 of that round's queries. Rounds need gold answers.
 * **Failure isolation.** An unavailable framework is reported with its reason; a runner that raises is
   reported with the error, and the other frameworks complete.
@@ -26,23 +30,35 @@ Decisions:
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal
 
+from triage_plugins.adapter_kit.runner import (
+    Corpus,
+    FrameworkRunner,
+    Progress,
+    Question,
+    RunJob,
+    Runner,
+    missing_package,
+    no_progress,
+    parse_query_id,
+    query_id,
+    run_rounds,
+)
 from triage_plugins.contract.errors import ConfigError, DatasetError
 from triage_plugins.contract.events import (
     Chunk,
     Event,
-    ExtractedTriple,
     ExtractionEvent,
     GenerationEvent,
     Gold,
@@ -54,12 +70,12 @@ from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
 
 if TYPE_CHECKING:
+    from triage_plugins.apps.score import ScoreReport
     from triage_plugins.kg.ontology import Ontology
     from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store import Store
 
 __all__ = [
-    "DEFAULT_FRAMEWORKS",
     "GOLD_METRICS",
     "IMPLEMENTATION_METRICS",
     "RUNNERS",
@@ -83,6 +99,7 @@ __all__ = [
     "query_id",
     "register_runner",
     "run_compare",
+    "runner_registry",
     "unregister_runner",
 ]
 
@@ -93,36 +110,11 @@ IMPLEMENTATION_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("implementatio
 VALIDATION_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("validation")
 USAGE_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("usage")
 GOLD_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("gold")
-DEFAULT_FRAMEWORKS: tuple[str, ...] = ("reference", "lightrag", "graphrag", "llamaindex")
 
 Status = Literal["ok", "failed", "unavailable"]
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """A question to ask every framework; ``gold`` enables CC, Hits@1, F1 and feedback rounds."""
-
-    id: str
-    text: str
-    gold: Gold | None = None
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """Documents as chunks, plus what a runner may use to build its graph.
-
-    :param extract: the extractor the reference pipeline uses (default: the offline rule-based one).
-    :param ontology: schema for SC/OC/LC (``--ontology`` or the embedded world's schema).
-    """
-
-    name: str
-    chunks: tuple[Chunk, ...]
-    questions: tuple[Question, ...] = ()
-    ontology: Ontology | None = None
-    extract: Callable[[Chunk], Sequence[ExtractedTriple]] | None = None
 
 
 def embedded_corpus(seed: int = 0, *, n_questions: int = 60, n_documents: int = 30) -> Corpus:
@@ -189,78 +181,17 @@ def load_question_file(path: str | Path) -> tuple[Question, ...]:
     return tuple(out)
 
 
-# --------------------------------------------------------------------------- the runner protocol
-
-
-class Progress(Protocol):
-    """``progress(description, total)`` starts a progress bar and returns ``tick()`` (one step done);
-    the same shape as the CLI's progress factory."""
-
-    def __call__(self, description: str, total: int) -> Callable[[], None]: ...
-
-
-def no_progress(description: str, total: int) -> Callable[[], None]:
-    """A :class:`Progress` that shows nothing."""
-    return lambda: None
-
-
-def query_id(question_id: str, mode: str, round_: int = 0) -> str:
-    """The query id a runner must use: unique per framework across modes and feedback rounds."""
-    return f"{question_id}@{mode}" + (f"#r{round_}" if round_ else "")
-
-
-def parse_query_id(qid: str) -> tuple[str, str | None, int]:
-    """``(question id, mode, round)`` of a :func:`query_id`; a foreign id is round 0 with mode ``None``."""
-    base, round_ = qid, 0
-    head, sep, tail = qid.rpartition("#r")
-    if sep and tail.isdigit():
-        base, round_ = head, int(tail)
-    question, sep, mode = base.rpartition("@")
-    return (question, mode, round_) if sep else (base, None, round_)
-
-
-@runtime_checkable
-class FrameworkRunner(Protocol):
-    """Drives one framework over a corpus in one mode, emitting events through the manager.
-
-    :attr name: the framework's name in the table (``"reference"``, ``"lightrag"`` ...).
-    :attr modes: the modes it can run (retrievers / query modes); the first is the default.
-
-    Optional attributes read by :func:`run_compare`: ``framework`` (the ``framework`` field its events
-    carry, default ``name``) and ``retriever_of(mode) -> str | None`` (the ``retriever`` field its
-    retrieval events carry in that mode, default the mode; ``None`` means do not filter).
-    """
-
-    name: str
-    modes: tuple[str, ...]
-
-    def available(self) -> tuple[bool, str]:
-        """``(True, "")`` when it can run here, else ``(False, why)`` (not installed, no adapter ...)."""
-        ...
-
-    def run(
-        self,
-        corpus: Corpus,
-        questions: Sequence[Question],
-        mode: str,
-        manager: TriageManager,
-        *,
-        feedback_rounds: int,
-        seed: int,
-        progress: Progress,
-    ) -> None:
-        """Index ``corpus``, answer ``questions`` (ids from :func:`query_id`), send feedback rounds."""
-        ...
+# --------------------------------------------------------------------------- the runner registry
 
 
 RUNNERS: dict[str, FrameworkRunner] = {}
-"""The registry: framework name -> runner. Adapters add theirs with :func:`register_runner`."""
+"""Runners registered in this process: the reference runner and those added with :func:`register_runner`.
+Adapters register theirs through the hook ``triage_register_runners`` instead (:func:`runner_registry`)."""
 
 
 def register_runner(runner: FrameworkRunner, *, replace: bool = False) -> None:
     """Add a runner to :data:`RUNNERS` (``replace=True`` to override one of the same name)."""
-    if not isinstance(runner, FrameworkRunner):
-        raise ConfigError(f"{runner!r} is not a FrameworkRunner (needs name, modes, available(), run())")
+    _check_runner(runner)
     if runner.name in RUNNERS and not replace:
         raise ConfigError(f"a runner named {runner.name!r} is already registered (pass replace=True)")
     RUNNERS[runner.name] = runner
@@ -271,17 +202,91 @@ def unregister_runner(name: str) -> None:
     RUNNERS.pop(name, None)
 
 
+def _check_runner(runner: object) -> None:
+    if not isinstance(runner, FrameworkRunner) or isinstance(runner, type):
+        raise ConfigError(f"{runner!r} is not a FrameworkRunner (needs name, modes, available(), run())")
+
+
+@dataclass
+class RunnerRegistry:
+    """The runners ``triage compare`` can select, in order (:data:`RUNNERS` first, then each plugin's),
+    and what went wrong while collecting them (a plugin that failed to load or to register)."""
+
+    runners: dict[str, FrameworkRunner]
+    errors: list[str] = field(default_factory=list)
+
+    def select(self, names: Sequence[str] | None) -> list[FrameworkRunner]:
+        """The runners named (default: all); an unknown name raises naming the close matches."""
+        if not names:
+            return list(self.runners.values())
+        unknown = [n for n in names if n not in self.runners]
+        if unknown:
+            raise ConfigError(self._unknown_message(unknown))
+        return [self.runners[n] for n in names]
+
+    def _unknown_message(self, unknown: Sequence[str]) -> str:
+        known = list(self.runners)
+        parts = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            parts.append(f"{name!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        what = "unknown framework" + ("s" if len(parts) > 1 else "")
+        message = f"{what} {', '.join(parts)}; known frameworks: {', '.join(known) or 'none'}"
+        if self.errors:
+            message += "; " + "; ".join(self.errors)
+        return message
+
+
+def _plugin_objects() -> tuple[list[tuple[str, object]], list[str]]:
+    """The ``triage`` entry-point plugins that implement ``triage_register_runners``, loaded as the
+    manager loads them (``TRIAGE_DISABLE_PLUGINS`` honoured), and the load errors."""
+    from triage_plugins.runtime.manager import TriageManager
+
+    with TriageManager(defaults=False, synchronous=True) as manager:
+        plugins = [
+            (info.name, manager.get_plugin(info.name))
+            for info in manager.plugins()
+            if "triage_register_runners" in info.hooks
+        ]
+        errors = [f"plugin {e.name!r} failed to load: {e.error}" for e in manager.load_errors]
+    return plugins, errors
+
+
+def runner_registry(plugins: Iterable[object] | None = None) -> RunnerRegistry:
+    """:data:`RUNNERS` plus the runners each plugin registers through ``triage_register_runners``.
+
+    :param plugins: read these plugin objects instead of the ``triage`` entry-point plugins.
+
+    A plugin whose hook raises, or registers a non-runner or a taken name, is skipped and said in
+    :attr:`RunnerRegistry.errors` (the other frameworks still run).
+    """
+    if plugins is None:
+        named, errors = _plugin_objects()
+    else:
+        named, errors = [(getattr(p, "__name__", None) or type(p).__name__, p) for p in plugins], []
+    registry = RunnerRegistry(dict(RUNNERS), errors)
+    for name, plugin in named:
+        hook = getattr(plugin, "triage_register_runners", None)
+        if hook is None:
+            continue
+
+        def register(runner: FrameworkRunner) -> None:
+            _check_runner(runner)
+            if runner.name in registry.runners:
+                raise ConfigError(f"a runner named {runner.name!r} is already registered")
+            registry.runners[runner.name] = runner
+
+        try:
+            hook(register=register)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, not fatal
+            errors.append(f"plugin {name!r}: triage_register_runners raised {type(exc).__name__}: {exc}")
+    return registry
+
+
 # --------------------------------------------------------------------------- the reference runner
 
 
-def _hit(answer: str, gold: Gold) -> bool:
-    from triage_plugins.contract.graph_view import normalize_label
-
-    said = normalize_label(answer)
-    return bool(said) and any(normalize_label(a) == said for a in gold.answers)
-
-
-class ReferenceRunner:
+class ReferenceRunner(Runner):
     """The built-in networkx pipeline (:class:`~triage_plugins.reference.pipeline.ReferencePipeline`).
 
     Modes are the reference retrievers of TRIAGE §5.1. The corpus is extracted ``extraction_runs``
@@ -295,28 +300,13 @@ class ReferenceRunner:
     def __init__(self, *, extraction_runs: int = 2) -> None:
         from triage_plugins.reference.retrievers import RETRIEVERS
 
-        self.modes: tuple[str, ...] = tuple(RETRIEVERS)
+        self.modes: tuple[str, ...] = tuple(RETRIEVERS)  # type: ignore[misc]
         self.extraction_runs = extraction_runs
 
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def retriever_of(self, mode: str) -> str:
-        return mode
-
-    def run(
-        self,
-        corpus: Corpus,
-        questions: Sequence[Question],
-        mode: str,
-        manager: TriageManager,
-        *,
-        feedback_rounds: int = 0,
-        seed: int = 0,
-        progress: Progress = no_progress,
-    ) -> None:
+    def _run(self, job: RunJob) -> None:
         from triage_plugins.reference.pipeline import ReferencePipeline
 
+        corpus, mode, manager, progress = job.corpus, job.mode, job.manager, job.progress
         if mode not in self.modes:
             raise ConfigError(f"reference: unknown mode {mode!r}; choose from {', '.join(self.modes)}")
         extract = corpus.extract
@@ -335,69 +325,19 @@ class ReferenceRunner:
         pipeline.index_chunks(
             corpus.chunks, extract, run_id="run-1", ontology=corpus.ontology, progress=lambda n: tick()
         )
-        answers = self._ask(pipeline, questions, mode, 0, progress)
-        for round_ in range(1, feedback_rounds + 1):
-            for question, answer in answers:
-                if question.gold is not None:
-                    score = 1.0 if _hit(answer.text, question.gold) else 0.0
-                    pipeline.feedback(answer.query_id, score, source="gold")
-            manager.flush()
-            answers = self._ask(pipeline, questions, mode, round_, progress)
-
-    @staticmethod
-    def _ask(
-        pipeline: Any, questions: Sequence[Question], mode: str, round_: int, progress: Progress
-    ) -> list:
-        label = f"reference/{mode}: questions" + (f" (round {round_})" if round_ else "")
-        tick = progress(label, len(questions))
-        out = []
-        for q in questions:
-            out.append((q, pipeline.ask(q.text, query_id=query_id(q.id, mode, round_), gold=q.gold)))
-            tick()
-        return out
-
-
-def missing_package(module: str, extra: str, package: str | None = None) -> str | None:
-    """Why a runner cannot run when ``module`` is not importable, else ``None``.
-
-    :param extra: the project extra that installs it; ``package`` names it in the message (default: ``module``).
-    """
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        return f"{package or module} is not installed (pip install 'triage-plugins[{extra}]')"
-    return None
-
-
-class PendingRunner:
-    """A registry entry for a framework whose compare runner is not written yet.
-
-    It reports, honestly, whether the framework is installed and that the runner is not available yet,
-    instead of pretending to run. Replace it with :func:`register_runner` (``replace=True``).
-    """
-
-    def __init__(self, name: str, modes: tuple[str, ...], module: str, extra: str, adapter: str) -> None:
-        self.name = name
-        self.modes = modes
-        self._module, self._extra, self._adapter = module, extra, adapter
-
-    def available(self) -> tuple[bool, str]:
-        missing = missing_package(self._module, self._extra)
-        return False, missing or f"runner not available yet: {self._adapter} has no compare runner (pending)"
-
-    def run(self, *args: Any, **kwargs: Any) -> None:
-        raise ConfigError(f"{self.name}: {self.available()[1]}")
+        run_rounds(
+            self.name,
+            mode,
+            job.questions,
+            lambda q, qid: pipeline.ask(q.text, query_id=qid, gold=q.gold).text,
+            lambda qid, score: pipeline.feedback(qid, score, source="gold"),
+            manager.flush,
+            feedback_rounds=job.feedback_rounds,
+            progress=progress,
+        )
 
 
 register_runner(ReferenceRunner())
-# Placeholders: an installed adapter's runner (entry point group triage.compare) takes precedence.
-register_runner(
-    PendingRunner("lightrag", ("local", "global", "hybrid", "mix"), "lightrag", "lightrag", "triage_lightrag")
-)
-register_runner(PendingRunner("graphrag", ("local", "global"), "graphrag", "graphrag", "triage_graphrag"))
-register_runner(
-    PendingRunner("llamaindex", ("default",), "llama_index.core", "llamaindex", "triage_llamaindex")
-)
 
 
 # --------------------------------------------------------------------------- results
@@ -583,6 +523,36 @@ def aggregate_events(
     mine = [e for e in events if getattr(e, "framework", None) == framework]
     extractions = [e for e in mine if isinstance(e, ExtractionEvent)]
     graphs = [e for e in mine if isinstance(e, GraphEvent)]
+    by_round = _queries_by_round(mine, retriever, gold)
+    row = CompareRow(framework, mode or retriever or "-", "ok")
+    if extractions:
+        first_run = extractions[0].run_id
+        row.triples_extracted = sum(len(e.triples) for e in extractions if e.run_id == first_run)
+    graph = graphs[0] if graphs else None
+    if graph is not None:
+        row.graph_triples = len(graph.graph.triples)
+    round0 = by_round.get(0, [])
+    base = score_events(
+        [*extractions, *([graph] if graph else []), *round0],
+        ontology=ontology,
+        thresholds=thresholds,
+    )
+    _fill_metrics(row, base, round0)
+    row.latency = _latency(round0)
+    for rnd in sorted(by_round):
+        report = base if rnd == 0 else score_events(by_round[rnd], thresholds=thresholds)
+        hits = _summary("Hits@1", (q.metrics["Hits@1"] for q in report.queries))
+        row.rounds.append(RoundSummary(rnd, len(report.queries), hits.mean, dict(report.signatures)))
+    if len(row.rounds) == 1:
+        row.rounds = []
+    row.notes.extend(_summarize_notes(base.notes))
+    return row
+
+
+def _queries_by_round(
+    mine: Sequence[Event], retriever: str | None, gold: Mapping[str, Gold] | None
+) -> dict[int, list[Event]]:
+    """Feedback round -> the retrievals of ``retriever`` (gold attached) and their generations."""
     retrievals = [
         e for e in mine if isinstance(e, RetrievalEvent) and (retriever is None or e.retriever == retriever)
     ]
@@ -597,19 +567,11 @@ def aggregate_events(
     for e in mine:
         if isinstance(e, GenerationEvent) and e.query_id in qids_round:
             by_round[qids_round[e.query_id]].append(e)
+    return by_round
 
-    row = CompareRow(framework, mode or retriever or "-", "ok")
-    if extractions:
-        first_run = extractions[0].run_id
-        row.triples_extracted = sum(len(e.triples) for e in extractions if e.run_id == first_run)
-    graph = graphs[0] if graphs else None
-    if graph is not None:
-        row.graph_triples = len(graph.graph.triples)
-    base = score_events(
-        [*extractions, *([graph] if graph else []), *by_round.get(0, [])],
-        ontology=ontology,
-        thresholds=thresholds,
-    )
+
+def _fill_metrics(row: CompareRow, base: ScoreReport, round0: Sequence[Event]) -> None:
+    """The row's phase metrics, usage and gold summaries, RHD and signatures from round 0's report."""
     phases = base.phases
     graph_metrics = {**phases["implementation"].metrics, **phases["validation"].metrics}
     columns = base.registry.columns
@@ -625,18 +587,20 @@ def aggregate_events(
         m: [float(q.metrics[m].value) for q in queries if m in q.metrics and q.metrics[m].value is not None]
         for m in columns("usage")
     }
-    has_gold = any(isinstance(e, RetrievalEvent) and e.gold is not None for e in by_round.get(0, []))
+    has_gold = any(isinstance(e, RetrievalEvent) and e.gold is not None for e in round0)
     if has_gold:
         row.gold = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("gold")}
     row.rhd = {("inf" if k == math.inf else str(int(k))): v for k, v in base.rhd.items()}
     row.signatures = dict(base.signatures)
+
+
+def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
+    """Median retrieval, generation and whole-query seconds of round 0 (closed-book answers left out)."""
     gen_seconds = {
-        e.query_id: e.seconds
-        for e in by_round.get(0, [])
-        if isinstance(e, GenerationEvent) and e.context != "none"
+        e.query_id: e.seconds for e in round0 if isinstance(e, GenerationEvent) and e.context != "none"
     }
-    ret = [e for e in by_round.get(0, []) if isinstance(e, RetrievalEvent)]
-    row.latency = {
+    ret = [e for e in round0 if isinstance(e, RetrievalEvent)]
+    return {
         "retrieval_median": _median(e.seconds for e in ret),
         "generation_median": _median(gen_seconds.values()),
         "query_median": _median(
@@ -644,14 +608,6 @@ def aggregate_events(
             for e in ret
         ),
     }
-    for rnd in sorted(by_round):
-        report = base if rnd == 0 else score_events(by_round[rnd], thresholds=thresholds)
-        hits = _summary("Hits@1", (q.metrics["Hits@1"] for q in report.queries))
-        row.rounds.append(RoundSummary(rnd, len(report.queries), hits.mean, dict(report.signatures)))
-    if len(row.rounds) == 1:
-        row.rounds = []
-    row.notes.extend(_summarize_notes(base.notes))
-    return row
 
 
 # --------------------------------------------------------------------------- running
@@ -724,46 +680,18 @@ SCORE_UNITS_PARAM = "compare.score_units"
 """Store parameter listing the namespaced score units a compare run wrote (read by ``triage report``)."""
 
 
-RUNNER_ENTRY_POINT_GROUP = "triage.compare"
-"""Entry-point group through which an installed adapter provides its runner (name = framework),
-e.g. ``lightrag = "triage_lightrag.compare:LightRAGRunner"``: a runner instance, or a class or
-factory called without arguments. It takes precedence over a :class:`PendingRunner` placeholder."""
+@dataclass
+class _Plan:
+    """What every row of one comparison shares."""
 
-
-def _runner_entry_points() -> list[Any]:
-    return list(metadata.entry_points(group=RUNNER_ENTRY_POINT_GROUP))
-
-
-def _entry_point_runner(name: str) -> FrameworkRunner | str | None:
-    """The runner an adapter declares for ``name``; a string says why loading it failed."""
-    for ep in _runner_entry_points():
-        if ep.name != name:
-            continue
-        try:
-            obj = ep.load()
-            runner = obj if isinstance(obj, FrameworkRunner) and not isinstance(obj, type) else obj()
-        except Exception as exc:  # noqa: BLE001 - a broken adapter is reported, not fatal
-            return f"runner entry point {ep.value} failed to load: {type(exc).__name__}: {exc}"
-        if not isinstance(runner, FrameworkRunner):
-            return f"runner entry point {ep.value} did not give a FrameworkRunner"
-        return runner
-    return None
-
-
-def _select(frameworks: Sequence[str] | None) -> list[tuple[str, FrameworkRunner | None, str | None]]:
-    """(name, runner or ``None``, why not) per requested framework, registry first, then entry points."""
-    names = list(frameworks) if frameworks else list(DEFAULT_FRAMEWORKS)
-    out: list[tuple[str, FrameworkRunner | None, str | None]] = []
-    for name in names:
-        runner = RUNNERS.get(name)
-        if runner is None or isinstance(runner, PendingRunner):
-            found = _entry_point_runner(name)
-            if isinstance(found, str):
-                out.append((name, None, found))
-                continue
-            runner = found or runner
-        out.append((name, runner, None if runner is not None else f"no runner registered for {name!r}"))
-    return out
+    corpus: Corpus
+    questions: tuple[Question, ...]
+    store: Store
+    feedback_rounds: int
+    seed: int
+    thresholds: Mapping[str, float] | None
+    progress: Progress
+    units: list[str] = field(default_factory=list)
 
 
 def run_compare(
@@ -777,74 +705,38 @@ def run_compare(
     seed: int = 0,
     thresholds: Mapping[str, float] | None = None,
     progress: Progress = no_progress,
+    plugins: Iterable[object] | None = None,
 ) -> CompareResult:
     """Run ``corpus`` through each requested framework in each requested mode; one row per pair.
 
-    :param frameworks: runner names (default :data:`DEFAULT_FRAMEWORKS`); unknown or unavailable ones
-        give an ``"unavailable"`` row with the reason.
+    :param frameworks: runner names (default: every registered runner, :func:`runner_registry`); an
+        unknown name raises :class:`ConfigError` naming the close matches; an unavailable framework
+        gives an ``"unavailable"`` row with the reason.
     :param modes: modes to run; for each framework only the modes it supports are run (all of its
         modes when ``None``). A requested mode no selected framework supports raises.
     :param questions: default: the corpus's own questions.
     :param store: where events, metric rows and (namespaced) scores are recorded; default in memory.
+    :param plugins: collect runners from these plugin objects instead of the ``triage`` entry points.
     """
     from triage_plugins.store import is_store, open_store
 
     if feedback_rounds < 0:
         raise ConfigError(f"feedback rounds must be >= 0, got {feedback_rounds}")
     asked = tuple(questions if questions is not None else corpus.questions)
-    notes: list[str] = []
-    if not asked:
-        notes.append("no questions: only the KG Implementation and Validation metrics are computed")
-    if feedback_rounds and not any(q.gold is not None for q in asked):
-        notes.append(
-            f"{feedback_rounds} feedback round(s) requested but no question has a gold answer: skipped"
-        )
-        feedback_rounds = 0
-    selected = _select(frameworks)
-    if modes:
-        known = {m for _, r, _ in selected if r is not None for m in r.modes}
-        unknown = [m for m in modes if m not in known]
-        if unknown:
-            raise ConfigError(
-                f"mode(s) {', '.join(unknown)} are not supported by {', '.join(n for n, _, _ in selected)}; "
-                f"known modes: {', '.join(sorted(known))}"
-            )
+    feedback_rounds, notes = _input_notes(asked, feedback_rounds)
+    registry = runner_registry(plugins)
+    selected = registry.select(frameworks)
+    notes.extend(registry.errors)
+    _check_modes(selected, modes)
     owns = not is_store(store)
     shared: Store = open_store(":memory:" if store is None else store)
+    plan = _Plan(corpus, asked, shared, feedback_rounds, seed, thresholds, progress)
     rows: list[CompareRow] = []
-    units: list[str] = list(shared.get_param(SCORE_UNITS_PARAM, []) or [])
     try:
-        for name, runner, why_not in selected:
-            if runner is None:
-                rows.append(CompareRow(name, "-", "unavailable", why_not))
-                continue
-            try:
-                ok, why = runner.available()
-            except Exception as exc:  # noqa: BLE001 - a broken probe is a report, not a crash
-                ok, why = False, f"availability check raised {type(exc).__name__}: {exc}"
-            if not ok:
-                rows.append(CompareRow(name, "-", "unavailable", why or "not available"))
-                continue
-            run_modes = [m for m in runner.modes if m in modes] if modes else list(runner.modes)
-            if not run_modes:
-                rows.append(CompareRow(name, "-", "unavailable", "none of the requested modes is supported"))
-                continue
-            for mode in run_modes:
-                rows.append(
-                    _run_one(
-                        runner,
-                        mode,
-                        corpus,
-                        asked,
-                        shared,
-                        feedback_rounds,
-                        seed,
-                        thresholds,
-                        progress,
-                        units,
-                    )
-                )
-        shared.set_param(SCORE_UNITS_PARAM, sorted(set(units)))
+        plan.units.extend(shared.get_param(SCORE_UNITS_PARAM, []) or [])
+        for runner in selected:
+            rows.extend(_rows_of(runner, modes, plan))
+        shared.set_param(SCORE_UNITS_PARAM, sorted(set(plan.units)))
     finally:
         if owns:
             shared.close()
@@ -859,6 +751,46 @@ def run_compare(
     )
 
 
+def _input_notes(asked: Sequence[Question], feedback_rounds: int) -> tuple[int, list[str]]:
+    """The feedback rounds that can run on ``asked`` (none without gold), and the notes saying why."""
+    notes: list[str] = []
+    if not asked:
+        notes.append("no questions: only the KG Implementation and Validation metrics are computed")
+    if feedback_rounds and not any(q.gold is not None for q in asked):
+        notes.append(
+            f"{feedback_rounds} feedback round(s) requested but no question has a gold answer: skipped"
+        )
+        feedback_rounds = 0
+    return feedback_rounds, notes
+
+
+def _check_modes(selected: Sequence[FrameworkRunner], modes: Sequence[str] | None) -> None:
+    """Raise when a requested mode is supported by none of the selected runners."""
+    if not modes:
+        return
+    known = {m for r in selected for m in r.modes}
+    unknown = [m for m in modes if m not in known]
+    if unknown:
+        raise ConfigError(
+            f"mode(s) {', '.join(unknown)} are not supported by {', '.join(r.name for r in selected)}; "
+            f"known modes: {', '.join(sorted(known))}"
+        )
+
+
+def _rows_of(runner: FrameworkRunner, modes: Sequence[str] | None, plan: _Plan) -> list[CompareRow]:
+    """One row per mode of ``runner`` that was asked for, or one ``"unavailable"`` row saying why not."""
+    try:
+        ok, why = runner.available()
+    except Exception as exc:  # noqa: BLE001 - a broken probe is a report, not a crash
+        ok, why = False, f"availability check raised {type(exc).__name__}: {exc}"
+    if not ok:
+        return [CompareRow(runner.name, "-", "unavailable", why or "not available")]
+    run_modes = [m for m in runner.modes if m in modes] if modes else list(runner.modes)
+    if not run_modes:
+        return [CompareRow(runner.name, "-", "unavailable", "none of the requested modes is supported")]
+    return [_run_one(runner, mode, plan) for mode in run_modes]
+
+
 def _score_moves(store: Store, namespace: str, top: int = 6) -> list[tuple[str, float, int]]:
     """The most promoted and most suppressed contribution scores of a run: (id, raw − 100, updates)."""
     moves: list[tuple[str, float, int]] = []
@@ -871,50 +803,49 @@ def _score_moves(store: Store, namespace: str, top: int = 6) -> list[tuple[str, 
     return up + down[::-1]
 
 
-def _run_one(
-    runner: FrameworkRunner,
-    mode: str,
-    corpus: Corpus,
-    questions: Sequence[Question],
-    store: Store,
-    feedback_rounds: int,
-    seed: int,
-    thresholds: Mapping[str, float] | None,
-    progress: Progress,
-    units: list[str],
-) -> CompareRow:
+def _row_manager(
+    runner: FrameworkRunner, mode: str, plan: _Plan
+) -> tuple[TriageManager, _Collector, str, str]:
+    """A fresh synchronous manager for one row, its event collector, store run id and score namespace."""
     from triage_plugins.contract.config import DEFAULT_THRESHOLDS, TriageConfig
     from triage_plugins.runtime.manager import TriageManager
 
-    framework = getattr(runner, "framework", runner.name)
-    retriever_of = getattr(runner, "retriever_of", None)
-    retriever = retriever_of(mode) if callable(retriever_of) else mode
-    run_id = store.start_run(
-        "compare", {"framework": runner.name, "mode": mode, "seed": seed, "feedback_rounds": feedback_rounds}
+    run_id = plan.store.start_run(
+        "compare",
+        {"framework": runner.name, "mode": mode, "seed": plan.seed, "feedback_rounds": plan.feedback_rounds},
     )
     # Scores are namespaced per run as well, so a second compare on the same store starts from 100 again.
     namespace = f"{runner.name}/{mode}@{run_id}"
     config = TriageConfig(
-        thresholds={**DEFAULT_THRESHOLDS, **(thresholds or {})}, reweight=feedback_rounds > 0
+        thresholds={**DEFAULT_THRESHOLDS, **(plan.thresholds or {})}, reweight=plan.feedback_rounds > 0
     )
     manager = TriageManager(
-        ScopedScores(store, namespace), config=config, entry_points=False, synchronous=True
+        ScopedScores(plan.store, namespace), config=config, entry_points=False, synchronous=True
     )
     manager.run_id = run_id
     collector = _Collector()
     manager.register(collector, name="triage.compare.collector")
-    units.extend(f"{namespace}:{u}" for u in ("triple", "chunk"))
+    plan.units.extend(f"{namespace}:{u}" for u in ("triple", "chunk"))
+    return manager, collector, run_id, namespace
+
+
+def _run_one(runner: FrameworkRunner, mode: str, plan: _Plan) -> CompareRow:
+    """Run ``runner`` in ``mode`` and score what it emitted; a failure is a ``"failed"`` row."""
+    framework = getattr(runner, "framework", runner.name)
+    retriever_of = getattr(runner, "retriever_of", None)
+    retriever = retriever_of(mode) if callable(retriever_of) else mode
+    manager, collector, run_id, namespace = _row_manager(runner, mode, plan)
     started = time.perf_counter()
     try:
         try:
             runner.run(
-                corpus,
-                questions,
+                plan.corpus,
+                plan.questions,
                 mode,
                 manager,
-                feedback_rounds=feedback_rounds,
-                seed=seed,
-                progress=progress,
+                feedback_rounds=plan.feedback_rounds,
+                seed=plan.seed,
+                progress=plan.progress,
             )
             manager.flush()
         except Exception as exc:  # noqa: BLE001 - one framework failing must not stop the others
@@ -929,9 +860,9 @@ def _run_one(
                 framework,
                 retriever,
                 mode=mode,
-                ontology=corpus.ontology,
-                thresholds=config.thresholds,
-                gold={q.id: q.gold for q in questions if q.gold is not None},
+                ontology=plan.corpus.ontology,
+                thresholds=manager.config.thresholds,
+                gold={q.id: q.gold for q in plan.questions if q.gold is not None},
             )
         except Exception as exc:  # noqa: BLE001
             log.warning("compare: scoring %s/%s failed: %s", runner.name, mode, exc, exc_info=exc)
@@ -940,14 +871,28 @@ def _run_one(
             )
     finally:
         manager.close()
-        store.end_run(run_id)
+        plan.store.end_run(run_id)
+    return _finish_row(row, runner, manager, plan, namespace, seconds, framework, retriever)
+
+
+def _finish_row(
+    row: CompareRow,
+    runner: FrameworkRunner,
+    manager: TriageManager,
+    plan: _Plan,
+    namespace: str,
+    seconds: float,
+    framework: str,
+    retriever: str | None,
+) -> CompareRow:
+    """Name the row after the runner and add its time, score moves and notes."""
     row.framework = runner.name
     row.seconds = seconds
-    row.score_moves = _score_moves(store, namespace)
+    row.score_moves = _score_moves(plan.store, namespace)
     if manager.failures:
         failed = ", ".join(f"{p}.{h} ({e}) ×{n}" for (p, h, e), n in sorted(manager.failures.items()))
         row.notes.append(f"plugin errors (skipped): {failed}")
-    if not row.queries and questions:
+    if not row.queries and plan.questions:
         row.notes.append(
             f"no retrieval event with framework={framework!r} and retriever={retriever!r} was recorded"
         )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from triage_plugins.adapter_kit.runner import gold_hit
 from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.events import Gold
 from triage_plugins.metrics.result import MetricResult
@@ -34,9 +35,9 @@ FEEDBACK_RETRIEVER = "krag"
 
 
 def answer_is_correct(answer: str, gold: Sequence[str]) -> bool:
-    """ACC as EvoRAG measures it: a gold answer is contained in the response (case-insensitive)."""
-    text = answer.casefold().replace("_", " ")
-    return bool(text.strip()) and any(g.casefold().replace("_", " ") in text for g in gold)
+    """ACC as EvoRAG measures it: a gold answer is contained in the response (normalized, whole
+    words) — the one gold-hit rule, :func:`~triage_plugins.adapter_kit.runner.gold_hit`."""
+    return gold_hit(answer, gold)
 
 
 @dataclass
@@ -160,15 +161,8 @@ def run_demo(
             pipeline.ask(q.text, retriever="extracted-entity", gold=Gold(q.gold_answers, (), q.entities))
             tick()
         manager.flush()
-        implementation: dict[str, MetricResult] = {}
-        validation: dict[str, MetricResult] = {}
         usage = score_events(manager.store.events(run_id=static_run), ontology=world.ontology())  # type: ignore[union-attr]
-        for phase, target in (("implementation", implementation), ("validation", validation)):
-            report = usage.phases.get(phase)
-            if report is not None:
-                target.update(report.metrics)
-                if report.skipped:
-                    notes.append(f"{phase}: {report.skipped}")
+        implementation, validation = _phase_metrics(usage, notes)
 
         rounds: list[dict[str, Any]] = []
         if feedback_rounds > 0:
@@ -179,15 +173,7 @@ def run_demo(
         manager.flush()
         return DemoResult(
             seed=seed,
-            world={
-                "entities": len(world.entities),
-                "facts": len(world.triples),
-                "documents": len(world.documents),
-                "chunks": len(chunks),
-                "questions": len(world.questions),
-                "graph_nodes": len(pipeline.graph.nodes),
-                "graph_triples": len(pipeline.graph.triples),
-            },
+            world=_world_counts(world, len(chunks), pipeline),
             implementation=implementation,
             validation=validation,
             usage=usage,
@@ -202,6 +188,33 @@ def run_demo(
         )
     finally:
         manager.close()
+
+
+def _phase_metrics(
+    usage: ScoreReport, notes: list[str]
+) -> tuple[dict[str, MetricResult], dict[str, MetricResult]]:
+    """The Implementation and Validation metrics of the static run (a skipped phase noted)."""
+    implementation: dict[str, MetricResult] = {}
+    validation: dict[str, MetricResult] = {}
+    for phase, target in (("implementation", implementation), ("validation", validation)):
+        report = usage.phases.get(phase)
+        if report is not None:
+            target.update(report.metrics)
+            if report.skipped:
+                notes.append(f"{phase}: {report.skipped}")
+    return implementation, validation
+
+
+def _world_counts(world: World, chunks: int, pipeline: ReferencePipeline) -> dict[str, int]:
+    return {
+        "entities": len(world.entities),
+        "facts": len(world.triples),
+        "documents": len(world.documents),
+        "chunks": chunks,
+        "questions": len(world.questions),
+        "graph_nodes": len(pipeline.graph.nodes),
+        "graph_triples": len(pipeline.graph.triples),
+    }
 
 
 def _feedback_rounds(

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from triage_plugins.adapter_kit.runner import gold_hit
 from triage_plugins.apps.evolve_noise import NoisyKB, TrainingQuery, inject_noise, training_queries
 from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.errors import ConfigError, DatasetError
@@ -137,9 +138,9 @@ def _norm(text: str) -> str:
 
 
 def answer_correct(answer: str, gold: Sequence[str]) -> bool:
-    """ACC (EvoRAG §6.2): a gold answer is contained in the response (normalized, whole words)."""
-    text = f" {_norm(answer)} "
-    return bool(text.strip()) and any(_norm(g) and f" {_norm(g)} " in text for g in gold)
+    """ACC (EvoRAG §6.2): a gold answer is contained in the response (normalized, whole words) —
+    the one gold-hit rule, :func:`~triage_plugins.adapter_kit.runner.gold_hit`."""
+    return gold_hit(answer, gold)
 
 
 def exact_match(answer: str, gold: Sequence[str]) -> bool:
@@ -563,6 +564,33 @@ def run_evolve_bench(
     :param chunking: chunk level only: ``"source"`` (injected facts in their own ``noise:<subject>``
         chunk, as if from another document) or ``"subject"`` (one chunk per subject, noise mixed in).
     """
+    _check_bench_options(iterations, seeds, feedback_noise, unit, modes)
+    started = time.perf_counter()
+    triples, all_questions, note = (
+        data if data is not None else load_bench_data(kb, questions, annotations=annotations)
+    )
+    max_hops = max(q.hops or len(q.gold_paths[0]) for q in all_questions)
+    all_questions = _split_questions(all_questions, split)
+    bench = _Bench(
+        noise, feedback_noise, iterations, unit, sample, tuple(modes),
+        {"hops": max_hops, **DEFAULT_PIPELINE, **(pipeline_options or {})}, dict(feedback_options or {}),
+        train_source, train_hops, chunking, train_refresh, progress or (lambda label, total: lambda: None),
+    )  # fmt: skip
+    data_notes: dict[str, Any] = {
+        "questions_usable": len(all_questions),
+        "kb_triples": len(triples),
+        "load": note,
+    }
+    runs: list[RunResult] = []
+    for s in range(seed, seed + seeds):
+        runs.extend(_run_seed(bench, s, triples, all_questions, data_notes))
+    settings = _settings(bench, kb, questions, seed, seeds, split)
+    return EvolveBenchResult(settings, runs, data_notes, time.perf_counter() - started)
+
+
+def _check_bench_options(
+    iterations: int, seeds: int, feedback_noise: float, unit: str, modes: Sequence[str]
+) -> None:
     if iterations < 0:
         raise ConfigError(f"iterations must be >= 0, got {iterations}")
     if seeds < 1:
@@ -574,125 +602,157 @@ def run_evolve_bench(
     bad = [m for m in modes if m not in ("learned", "fixed")]
     if bad or not modes:
         raise ConfigError(f"modes must be 'learned' and/or 'fixed', got {list(modes)!r}")
-    started = time.perf_counter()
-    bar = progress or (lambda label, total: lambda: None)
-    triples, all_questions, note = (
-        data if data is not None else load_bench_data(kb, questions, annotations=annotations)
-    )
-    max_hops = max(q.hops or len(q.gold_paths[0]) for q in all_questions)
-    if split != "all":
-        if split not in ("dev", "test"):
-            raise ConfigError(f"split must be 'all', 'dev' or 'test', got {split!r}")
-        order = list(range(len(all_questions)))
-        random.Random("dev-split").shuffle(order)
-        dev = set(order[::5])
-        all_questions = [q for k, q in enumerate(all_questions) if (k in dev) == (split == "dev")]
-    popts: dict[str, Any] = {"hops": max_hops, **DEFAULT_PIPELINE, **(pipeline_options or {})}
-    fopts = dict(feedback_options or {})
-    runs: list[RunResult] = []
-    data_notes: dict[str, Any] = {
-        "questions_usable": len(all_questions),
-        "kb_triples": len(triples),
-        "load": note,
-    }
-    for s in range(seed, seed + seeds):
-        rng = random.Random(f"sample-{s}")
-        test_q = list(all_questions)
-        if sample is not None and sample < len(test_q):
-            test_q = rng.sample(test_q, sample)
-        noisy = inject_noise(triples, test_q, noise, seed=s)
-        test = _items(test_q)
-        train: list[_Item] | None = None
-        seed_note: dict[str, Any] = {
-            "seed": s,
-            "test": len(test),
-            "gold_steps": noisy.n_steps,
-            "noisy_steps": len(noisy.noisy_steps),
-            "conflicting_continuing": noisy.n_continuing,
-            "irrelevant": len(noisy.irrelevant),
-        }
-        data_notes.setdefault("per_seed", []).append(seed_note)
-        for mode in modes:
-            runner = _Runner(
-                noisy, mode, unit=unit, chunking=chunking, pipeline_options=popts, feedback_options=fopts
-            )
-            try:
-                label = f"seed {s} {mode}"
-                tick = bar(f"{label}: static", len(test))
-                t0 = time.perf_counter()
-                subgraphs: dict[str, list[list[Triple]]] = {}
-                acc, em, f1, prob = runner.evaluate(test, tick, subgraphs)
-                rows = [IterationRow(0, acc, em, f1, prob, None, seconds=time.perf_counter() - t0)]
-                if train is None:
-                    # EvoRAG §6.1: training queries from the subgraphs retrieved for the test queries
-                    by_id = {q.id: subgraphs[f"test-{q.id}"] for q in test_q}
-                    wanted = len(test_q) * (max(iterations, 1) if train_refresh else 1)
-                    if train_source == "retrieved":
-                        train_q = training_queries(
-                            triples, test_q, wanted, seed=s, paths=by_id, max_hops=train_hops
-                        )
-                    else:
-                        train_q = training_queries(
-                            triples,
-                            test_q,
-                            wanted,
-                            seed=s,
-                            neighbourhood=noisy.triples,
-                            max_hops=train_hops,
-                        )
-                    train = _items(train_q)
-                    seed_note["train"] = len(train)
-                runner.manager.config.reweight = True
-                order_rng = random.Random(f"order-{s}")
-                flip_rng = random.Random(f"flip-{s}")
-                for k in range(1, iterations + 1):
-                    t0 = time.perf_counter()
-                    tick = bar(f"{label}: iteration {k}", min(len(train), len(test)) + len(test))
-                    batch = _iteration_batch(train, k, len(test)) if train_refresh else train
-                    train_acc, n_flipped = runner.train(batch, order_rng, flip_rng, feedback_noise, tick)
-                    n_short, n_supp = runner.evolve()
-                    acc, em, f1, prob = runner.evaluate(test, tick)
-                    rows.append(
-                        IterationRow(
-                            k,
-                            acc,
-                            em,
-                            f1,
-                            prob,
-                            runner.alpha,
-                            train_acc,
-                            n_short,
-                            n_supp,
-                            n_flipped,
-                            time.perf_counter() - t0,
-                        )
-                    )
-                    log.info(
-                        "seed %d %s iteration %d: ACC %.3f (static %.3f)", s, mode, k, acc, rows[0].accuracy
-                    )
-                runs.append(RunResult(s, mode, rows))
-            finally:
-                runner.close()
-    settings = {
+
+
+def _split_questions(questions: list[QAItem], split: str) -> list[QAItem]:
+    """``"dev"`` / ``"test"``: every fifth question of a permutation seeded ``"dev-split"`` is dev."""
+    if split == "all":
+        return questions
+    if split not in ("dev", "test"):
+        raise ConfigError(f"split must be 'all', 'dev' or 'test', got {split!r}")
+    order = list(range(len(questions)))
+    random.Random("dev-split").shuffle(order)
+    dev = set(order[::5])
+    return [q for k, q in enumerate(questions) if (k in dev) == (split == "dev")]
+
+
+@dataclass
+class _Bench:
+    """The options one evolve-bench run shares across its seeds and α modes."""
+
+    noise: float
+    feedback_noise: float
+    iterations: int
+    unit: Literal["triple", "chunk"]
+    sample: int | None
+    modes: tuple[Mode, ...]
+    pipeline_options: dict[str, Any]
+    feedback_options: dict[str, Any]
+    train_source: Literal["retrieved", "neighbourhood"]
+    train_hops: int
+    chunking: Literal["source", "subject"]
+    train_refresh: bool
+    bar: Progress
+
+
+def _settings(
+    bench: _Bench, kb: str | Path | Sequence[str | Path], questions: str | Path, seed: int, seeds: int, split: str
+) -> dict[str, Any]:
+    return {
         "kb": [str(p) for p in ([kb] if isinstance(kb, str | Path) else kb or ())],
         "questions": str(questions),
-        "noise": noise,
-        "feedback_noise": feedback_noise,
-        "iterations": iterations,
-        "unit": unit,
+        "noise": bench.noise,
+        "feedback_noise": bench.feedback_noise,
+        "iterations": bench.iterations,
+        "unit": bench.unit,
         "seed": seed,
         "seeds": seeds,
-        "sample": sample,
-        "modes": list(modes),
-        "train_source": train_source,
+        "sample": bench.sample,
+        "modes": list(bench.modes),
+        "train_source": bench.train_source,
         "split": split,
-        "train_hops": train_hops,
-        "train_refresh": train_refresh,
-        "chunking": chunking,
-        "pipeline_options": popts,
-        "feedback_options": {**DEFAULT_FEEDBACK, **fopts},
+        "train_hops": bench.train_hops,
+        "train_refresh": bench.train_refresh,
+        "chunking": bench.chunking,
+        "pipeline_options": bench.pipeline_options,
+        "feedback_options": {**DEFAULT_FEEDBACK, **bench.feedback_options},
     }
-    return EvolveBenchResult(settings, runs, data_notes, time.perf_counter() - started)
+
+
+def _run_seed(
+    bench: _Bench, s: int, triples: list[Triple], all_questions: list[QAItem], data_notes: dict[str, Any]
+) -> list[RunResult]:
+    """Seed ``s``: sample the test questions, inject the noise, then run every α mode on them."""
+    rng = random.Random(f"sample-{s}")
+    test_q = list(all_questions)
+    if bench.sample is not None and bench.sample < len(test_q):
+        test_q = rng.sample(test_q, bench.sample)
+    noisy = inject_noise(triples, test_q, bench.noise, seed=s)
+    test = _items(test_q)
+    train: list[_Item] | None = None
+    seed_note: dict[str, Any] = {
+        "seed": s,
+        "test": len(test),
+        "gold_steps": noisy.n_steps,
+        "noisy_steps": len(noisy.noisy_steps),
+        "conflicting_continuing": noisy.n_continuing,
+        "irrelevant": len(noisy.irrelevant),
+    }
+    data_notes.setdefault("per_seed", []).append(seed_note)
+    runs: list[RunResult] = []
+    for mode in bench.modes:
+        runner = _Runner(
+            noisy,
+            mode,
+            unit=bench.unit,
+            chunking=bench.chunking,
+            pipeline_options=bench.pipeline_options,
+            feedback_options=bench.feedback_options,
+        )
+        try:
+            tick = bench.bar(f"seed {s} {mode}: static", len(test))
+            t0 = time.perf_counter()
+            subgraphs: dict[str, list[list[Triple]]] = {}
+            acc, em, f1, prob = runner.evaluate(test, tick, subgraphs)
+            rows = [IterationRow(0, acc, em, f1, prob, None, seconds=time.perf_counter() - t0)]
+            if train is None:
+                train = _items(_training_set(bench, s, triples, test_q, noisy, subgraphs))
+                seed_note["train"] = len(train)
+            rows.extend(_iterations(bench, runner, s, mode, train, test, rows[0].accuracy))
+            runs.append(RunResult(s, mode, rows))
+        finally:
+            runner.close()
+    return runs
+
+
+def _training_set(
+    bench: _Bench,
+    s: int,
+    triples: list[Triple],
+    test_q: list[QAItem],
+    noisy: NoisyKB,
+    subgraphs: dict[str, list[list[Triple]]],
+) -> list[TrainingQuery]:
+    """EvoRAG §6.1: training queries in the subgraphs retrieved for the test queries (or their
+    neighbourhood), as many as the iterations will ask."""
+    by_id = {q.id: subgraphs[f"test-{q.id}"] for q in test_q}
+    wanted = len(test_q) * (max(bench.iterations, 1) if bench.train_refresh else 1)
+    if bench.train_source == "retrieved":
+        return training_queries(triples, test_q, wanted, seed=s, paths=by_id, max_hops=bench.train_hops)
+    return training_queries(
+        triples, test_q, wanted, seed=s, neighbourhood=noisy.triples, max_hops=bench.train_hops
+    )
+
+
+def _iterations(
+    bench: _Bench,
+    runner: _Runner,
+    s: int,
+    mode: Mode,
+    train: list[_Item],
+    test: list[_Item],
+    static: float,
+) -> list[IterationRow]:
+    """Iterations 1…K with reweighting on: train (feedback), evolve the KG, evaluate the test set."""
+    runner.manager.config.reweight = True
+    order_rng = random.Random(f"order-{s}")
+    flip_rng = random.Random(f"flip-{s}")
+    rows: list[IterationRow] = []
+    for k in range(1, bench.iterations + 1):
+        t0 = time.perf_counter()
+        tick = bench.bar(f"seed {s} {mode}: iteration {k}", min(len(train), len(test)) + len(test))
+        batch = _iteration_batch(train, k, len(test)) if bench.train_refresh else train
+        train_acc, n_flipped = runner.train(batch, order_rng, flip_rng, bench.feedback_noise, tick)
+        n_short, n_supp = runner.evolve()
+        acc, em, f1, prob = runner.evaluate(test, tick)
+        rows.append(
+            IterationRow(
+                k, acc, em, f1, prob, runner.alpha, train_acc, n_short, n_supp, n_flipped,
+                time.perf_counter() - t0,
+            )
+        )  # fmt: skip
+        log.info("seed %d %s iteration %d: ACC %.3f (static %.3f)", s, mode, k, acc, static)
+    return rows
 
 
 # --------------------------------------------------------------------------- rendering

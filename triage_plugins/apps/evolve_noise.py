@@ -156,13 +156,7 @@ def inject_noise(
         raise ConfigError(f"noise fraction must lie in [0, 1], got {fraction!r}")
     kb = KBIndex(kb_triples)
     rng = random.Random(f"noise-{seed}")
-    remaining: dict[Step, tuple[tuple[str, str], ...]] = {}
-    asked: dict[Step, set[str]] = {}
-    for q in questions:
-        rels = {rel for p in q.gold_paths for rel in (t.predicate for t in p)}
-        for step, rest in gold_steps(q):
-            remaining.setdefault(step, rest)
-            asked.setdefault(step, set()).update(rels)
+    remaining, asked = _asked_steps(questions)
     steps = sorted(remaining)
     n_steps = len(steps)
     target = round(fraction * n_steps)
@@ -179,47 +173,24 @@ def inject_noise(
     for step in order:
         if len(chosen) >= target:
             break
-        node, rel, d = step
-        true_next = {v for t, dd, v in kb.steps(node, directed=False) if t.predicate == rel and dd == d}
-        pool = members.get((rel, d), [])
-        if len(pool) <= len(true_next) + 1:
-            continue
-        fallback: str | None = None
-        wrong: str | None = None
-        for _ in range(candidates):
-            cand = pool[rng.randrange(len(pool))]
-            if cand == node or cand in true_next:
-                continue
-            if fallback is None:
-                fallback = cand
-            if _continues(kb, cand, remaining[step]):
-                wrong = cand
-                break
-        if wrong is not None:
-            continuing += 1
-        else:
-            wrong = fallback
+        wrong, continues = _wrong_entity(kb, rng, step, members, remaining[step], candidates)
         if wrong is None:
             continue
+        node, rel, d = step
         fact = Triple.of(node, rel, wrong) if d == "+" else Triple.of(wrong, rel, node)
+        continuing += continues
         if fact.id in existing:
             continue
         existing.add(fact.id)
         conflicting.append(fact)
         chosen.append(step)
-        near = _within_two(kb, node)
         off_path = [r for r in relations if r not in asked[step]] or relations
+        near = _within_two(kb, node)
         for _ in range(irrelevant_per_step):
-            for _attempt in range(candidates):
-                other = entities[rng.randrange(len(entities))]
-                if other in near:
-                    continue
-                r2 = off_path[rng.randrange(len(off_path))]
-                fact = Triple.of(node, r2, other) if rng.random() < 0.5 else Triple.of(other, r2, node)
-                if fact.id not in existing:
-                    existing.add(fact.id)
-                    irrelevant.append(fact)
-                    break
+            found = _irrelevant_fact(rng, node, near, entities, off_path, existing, candidates)
+            if found is not None:
+                existing.add(found.id)
+                irrelevant.append(found)
     if len(chosen) < target:
         log.warning("noise: only %d of %d requested steps admit a wrong entity", len(chosen), target)
     injected = tuple(conflicting) + tuple(irrelevant)
@@ -232,6 +203,67 @@ def inject_noise(
         n_continuing=continuing,
         injected_ids=frozenset(t.id for t in injected),
     )
+
+
+def _asked_steps(
+    questions: Sequence[QAItem],
+) -> tuple[dict[Step, tuple[tuple[str, str], ...]], dict[Step, set[str]]]:
+    """Each gold step's remaining relation path (first question's) and the relations asked around it."""
+    remaining: dict[Step, tuple[tuple[str, str], ...]] = {}
+    asked: dict[Step, set[str]] = {}
+    for q in questions:
+        rels = {rel for p in q.gold_paths for rel in (t.predicate for t in p)}
+        for step, rest in gold_steps(q):
+            remaining.setdefault(step, rest)
+            asked.setdefault(step, set()).update(rels)
+    return remaining, asked
+
+
+def _wrong_entity(
+    kb: KBIndex,
+    rng: random.Random,
+    step: Step,
+    members: Mapping[tuple[str, str], list[str]],
+    rest: Sequence[tuple[str, str]],
+    candidates: int,
+) -> tuple[str | None, bool]:
+    """A wrong entity n′ for ``step`` and whether it continues ``rest``; ``None`` when none admits."""
+    node, rel, d = step
+    true_next = {v for t, dd, v in kb.steps(node, directed=False) if t.predicate == rel and dd == d}
+    pool = members.get((rel, d), [])
+    if len(pool) <= len(true_next) + 1:
+        return None, False
+    fallback: str | None = None
+    for _ in range(candidates):
+        cand = pool[rng.randrange(len(pool))]
+        if cand == node or cand in true_next:
+            continue
+        if fallback is None:
+            fallback = cand
+        if _continues(kb, cand, rest):
+            return cand, True
+    return fallback, False
+
+
+def _irrelevant_fact(
+    rng: random.Random,
+    node: str,
+    near: set[str],
+    entities: Sequence[str],
+    off_path: Sequence[str],
+    existing: set[str],
+    candidates: int,
+) -> Triple | None:
+    """(node, r″, e) or (e, r″, node) with e not within two hops and r″ off the question's path."""
+    for _attempt in range(candidates):
+        other = entities[rng.randrange(len(entities))]
+        if other in near:
+            continue
+        r2 = off_path[rng.randrange(len(off_path))]
+        fact = Triple.of(node, r2, other) if rng.random() < 0.5 else Triple.of(other, r2, node)
+        if fact.id not in existing:
+            return fact
+    return None
 
 
 # --------------------------------------------------------------------------- training queries
@@ -309,13 +341,7 @@ def training_queries(
         raise ConfigError(f"max_hops must be >= 1, got {max_hops}")
     kb = KBIndex(kb_triples)
     rng = random.Random(f"train-{seed}")
-    usable = [q for q in questions if q.gold_paths and q.topic_entities]
-    if paths is not None:
-        usable = [q for q in usable if paths.get(q.id)]
-    if not usable:
-        raise DatasetError(
-            "no test question has a gold path (and a subgraph): cannot sample training queries"
-        )
+    usable = _usable(questions, paths)
     if bracket is None:
         bracket = any("[" in q.text for q in usable)
     directions = {d for q in usable for p in q.gold_paths for _, d in relation_path(p, q.topic_entities[0])}
@@ -323,55 +349,22 @@ def training_queries(
         (q.topic_entities[0], relation_path(p, q.topic_entities[0])) for q in usable for p in q.gold_paths
     }
     test_triples = {tuple(t.id for t in p) for q in usable for p in q.gold_paths}
-    graph = KBIndex(neighbourhood) if neighbourhood is not None else None
+    graph = KBIndex(neighbourhood) if neighbourhood is not None else kb
     out: list[TrainingQuery] = []
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for _ in range(n * attempts):
         if len(out) >= n:
             break
         q = usable[rng.randrange(len(usable))]
-        topic = q.topic_entities[0]
         if paths is not None:
-            retrieved = paths[q.id]
-            path = retrieved[_rank_draw(rng, len(retrieved), rank_decay)]
-            nodes = _walk_nodes(path, topic)
-            length = rng.randint(1, min(max_hops, len(path)))
-            first = rng.randrange(len(path) - length + 1)
-            walk = list(path[first : first + length])
-            start = nodes[first]
-        elif graph is not None:
-            start = topic
-            if rng.random() < 0.5:
-                first_hop = _options(graph, topic, directions, [topic])
-                if first_hop:
-                    start = first_hop[rng.randrange(len(first_hop))][1]
-            walk = []
-            visited = [start]
-            for _ in range(rng.randint(1, max_hops)):
-                options = _options(graph, visited[-1], directions, visited)
-                if not options:
-                    break
-                t, v = options[rng.randrange(len(options))]
-                walk.append(t)
-                visited.append(v)
+            start, walk = _retrieved_segment(rng, paths[q.id], q.topic_entities[0], max_hops, rank_decay)
+        elif neighbourhood is not None:
+            start, walk = _neighbourhood_walk(rng, graph, q.topic_entities[0], directions, max_hops)
         else:
-            path = q.gold_paths[rng.randrange(len(q.gold_paths))]
-            nodes = _walk_nodes(path, topic)
-            start = nodes[rng.randrange(len(nodes) - 1)]
-            walk = []
-            visited = [start]
-            for _ in range(rng.randint(1, max_hops)):
-                options = _options(kb, visited[-1], directions, visited)
-                if not options:
-                    break
-                t, v = options[rng.randrange(len(options))]
-                walk.append(t)
-                visited.append(v)
-        if not walk:
-            continue
-        if any(d not in directions for _, d in relation_path(walk, start)):
-            continue
+            start, walk = _gold_path_walk(rng, kb, q, directions, max_hops)
         rel_path = relation_path(walk, start)
+        if not walk or any(d not in directions for _, d in rel_path):
+            continue
         key = (start, rel_path)
         if key in seen or key in test_paths or tuple(t.id for t in walk) in test_triples:
             continue
@@ -395,6 +388,69 @@ def training_queries(
     if len(out) < n:
         log.warning("training queries: only %d of %d could be sampled", len(out), n)
     return out
+
+
+def _usable(
+    questions: Sequence[QAItem], paths: Mapping[str, Sequence[Sequence[Triple]]] | None
+) -> list[QAItem]:
+    """The test questions training paths can start from (gold path, topic and, with ``paths``, a subgraph)."""
+    usable = [q for q in questions if q.gold_paths and q.topic_entities]
+    if paths is not None:
+        usable = [q for q in usable if paths.get(q.id)]
+    if not usable:
+        raise DatasetError(
+            "no test question has a gold path (and a subgraph): cannot sample training queries"
+        )
+    return usable
+
+
+def _retrieved_segment(
+    rng: random.Random, retrieved: Sequence[Sequence[Triple]], topic: str, max_hops: int, rank_decay: float
+) -> tuple[str, list[Triple]]:
+    """1–``max_hops`` consecutive triples of a retrieved path (drawn by rank), with their start node."""
+    path = retrieved[_rank_draw(rng, len(retrieved), rank_decay)]
+    nodes = _walk_nodes(path, topic)
+    length = rng.randint(1, min(max_hops, len(path)))
+    first = rng.randrange(len(path) - length + 1)
+    return nodes[first], list(path[first : first + length])
+
+
+def _neighbourhood_walk(
+    rng: random.Random, graph: KBIndex, topic: str, directions: set[str], max_hops: int
+) -> tuple[str, list[Triple]]:
+    """A random walk in the searched graph from the topic or (half the time) one hop from it."""
+    start = topic
+    if rng.random() < 0.5:
+        first_hop = _options(graph, topic, directions, [topic])
+        if first_hop:
+            start = first_hop[rng.randrange(len(first_hop))][1]
+    return start, _random_walk(rng, graph, start, directions, max_hops)
+
+
+def _gold_path_walk(
+    rng: random.Random, kb: KBIndex, q: QAItem, directions: set[str], max_hops: int
+) -> tuple[str, list[Triple]]:
+    """A random walk in the clean KB from a non-final node of one of ``q``'s gold paths."""
+    path = q.gold_paths[rng.randrange(len(q.gold_paths))]
+    nodes = _walk_nodes(path, q.topic_entities[0])
+    start = nodes[rng.randrange(len(nodes) - 1)]
+    return start, _random_walk(rng, kb, start, directions, max_hops)
+
+
+def _random_walk(
+    rng: random.Random, index: KBIndex, start: str, directions: set[str], max_hops: int
+) -> list[Triple]:
+    """1–``max_hops`` random steps from ``start`` in allowed directions, never revisiting a node."""
+    walk: list[Triple] = []
+    visited = [start]
+    for _ in range(rng.randint(1, max_hops)):
+        options = _options(index, visited[-1], directions, visited)
+        if not options:
+            break
+        t, v = options[rng.randrange(len(options))]
+        walk.append(t)
+        visited.append(v)
+    return walk
 
 
 def _options(

@@ -1,6 +1,6 @@
 """The hook specification: the whole contract between adapters and handlers (DESIGN §3).
 
-Adapters (LightRAG, GraphRAG, LlamaIndex, the reference pipeline) *call* these hooks through
+Adapters (one per framework, and the reference pipeline) *call* these hooks through
 :class:`triage_plugins.runtime.manager.TriageManager`; plugins *implement* them with :data:`hookimpl`::
 
     from triage_plugins import hookimpl

@@ -54,14 +54,14 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from triage_plugins.contract.errors import EventError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 
-__all__ = ["FUNCTION_WORDS", "STOP_WORDS", "Grounder", "Grounding"]
+__all__ = ["FUNCTION_WORDS", "STOP_WORDS", "Grounder", "Grounding", "coalesce_mentions", "mention_key"]
 
 log = logging.getLogger("triage.grounding")
 
@@ -481,22 +481,39 @@ class Grounder:
 
     def _coalesce(self, text: str, found: list[_Found]) -> Grounding:
         """Fall back to the matcher, then keep one mention per node (first surface form wins)."""
-        mentions: list[str] = []
-        grounding: dict[str, str | None] = {}
-        spans: list[tuple[int, int]] = []
-        seen: set[tuple[bool, str]] = set()
-        for start, end, node, resolved in found:
-            surface = text[start:end]
-            if not resolved:
-                node = self._match(surface)
-            key = (True, node) if node is not None else (False, normalize_label(surface) or surface)
-            if key in seen or surface in grounding:
-                continue
-            seen.add(key)
-            mentions.append(surface)
-            grounding[surface] = node
-            spans.append((start, end))
-        return Grounding(tuple(mentions), grounding, tuple(spans))
+        pairs = [
+            (text[start:end], node if resolved else self._match(text[start:end]))
+            for start, end, node, resolved in found
+        ]
+        return coalesce_mentions(pairs, [(start, end) for start, end, _, _ in found])
+
+
+def mention_key(surface: str, node: str | None) -> tuple[bool, str]:
+    """What coalescing compares: the node a mention grounds to, else its normalized surface."""
+    return (True, node) if node is not None else (False, normalize_label(surface) or surface)
+
+
+def coalesce_mentions(
+    found: Iterable[tuple[str, str | None]], spans: Sequence[tuple[int, int]] | None = None
+) -> Grounding:
+    """``(surface, node)`` mentions, from one source or several (a grounder's, a framework's
+    keywords), coalesced: one per node, the first surface form kept; unresolved ones by normalized
+    surface (TRIAGE §4.3.1). ``spans``, when given, are the mentions' offsets, kept alongside."""
+    mentions: list[str] = []
+    grounding: dict[str, str | None] = {}
+    kept: list[tuple[int, int]] = []
+    seen: set[tuple[bool, str]] = set()
+    offsets = list(spans) if spans is not None else None
+    for i, (surface, node) in enumerate(found):
+        key = mention_key(surface, node)
+        if key in seen or surface in grounding:
+            continue
+        seen.add(key)
+        mentions.append(surface)
+        grounding[surface] = node
+        if offsets is not None:
+            kept.append(offsets[i])
+    return Grounding(tuple(mentions), grounding, tuple(kept))
 
 
 def _zones(text: str) -> tuple[list[tuple[int, int]], list[bool]]:

@@ -3,13 +3,7 @@ hashing embedder and extractive reader. Seeded, no network, no model weights."""
 
 from triage_plugins.offline.embedder import HashingEmbedder
 from triage_plugins.offline.extractor import Record, extract_chunk, extract_records, extraction_event
-from triage_plugins.offline.llm import (
-    ScriptedLLM,
-    find_chunk_text,
-    format_graphrag,
-    format_lightrag,
-    format_llamaindex,
-)
+from triage_plugins.offline.llm import Formatter, ScriptedLLM, entity_rows, find_chunk_text
 from triage_plugins.offline.reader import NO_ANSWER, ExtractiveReader, ReaderAnswer
 from triage_plugins.offline.world import (
     Document,
@@ -27,6 +21,7 @@ __all__ = [
     "Document",
     "Entity",
     "ExtractiveReader",
+    "Formatter",
     "HashingEmbedder",
     "NoiseConfig",
     "NoiseRecord",
@@ -39,9 +34,7 @@ __all__ = [
     "extract_chunk",
     "extract_records",
     "extraction_event",
+    "entity_rows",
     "find_chunk_text",
-    "format_graphrag",
-    "format_lightrag",
-    "format_llamaindex",
     "generate_world",
 ]

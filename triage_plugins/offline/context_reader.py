@@ -1,7 +1,7 @@
 """A scripted LLM *reader* for frameworks that hand the model a text context (DESIGN §5).
 
-LightRAG, GraphRAG and LlamaIndex answer from a prompt that holds the retrieved context as text
-(relationship descriptions, triplet lines, chunk texts). :func:`answer_from_context` is what the
+Many frameworks answer from a prompt that holds the retrieved context as text (relationship
+descriptions, triplet lines, chunk texts). :func:`answer_from_context` is what the
 offline stand-in LLM of each adapter says to such a prompt: it reads the facts back out of the
 context (sentences through the rule-based extractor; ``A -> rel -> B`` and ``(A, rel, B)`` lines
 as written), builds the paths from the question's entities through them, and answers with the

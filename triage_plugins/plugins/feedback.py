@@ -8,7 +8,7 @@ with the hybrid priority P(t) = (1 − α)·S_r(t) + α·S_c(t) (eq. 2), times t
 Paths (DESIGN §4, EvoRAG §6.12):
 
 - ``unit="triple"``: the retrieval's paths as triple sequences; a retriever that reports no paths
-  (LightRAG, GraphRAG local search) gets each retrieved triple as a one-hop path;
+  (a flat, entity-and-relation retrieval) gets each retrieved triple as a one-hop path;
 - ``unit="chunk"``: each retrieved chunk is a one-unit path. Our reading of §6.12 ("contribution
   scores for text chunks … incorporated into retrieval ranking alongside semantic similarity"):
   the same eq. 2–9 with |L_i| = 1, so P(L_i) = P(c_i)/Σ_j P(c_j) and a chunk's gradient is its own
@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from triage_plugins.adapter_kit.lru import LRU as _LRU
 from triage_plugins.contract.errors import ConfigError, FeedbackError
 from triage_plugins.contract.events import (
     Chunk,
@@ -101,40 +101,6 @@ DEFAULTS: dict[str, Any] = {
     "init": 100.0,
     "scale": 200.0,
 }
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _LRU(Generic[K, V]):
-    """A small thread-safe LRU mapping."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def values(self) -> list[V]:
-        with self._lock:
-            return list(self._data.values())
-
-    def __len__(self) -> int:
-        return len(self._data)
-
 
 @dataclass
 class _Model:

@@ -119,7 +119,7 @@ class ReferencePipeline:
         extractive reader over the graph's relations).
     :param retriever: default retriever name, one of :data:`RETRIEVERS`.
     :param options: retriever settings (``hops``, ``beam``, ``n_seeds``, ``paths_per_seed``,
-        ``per_length`` and ``walks`` for ``krag``, ``top_k`` for the LightRAG-style seeds,
+        ``per_length`` and ``walks`` for ``krag``, ``top_k`` for the ``light-*`` seeds,
         ``path_top_k``).
     """
 

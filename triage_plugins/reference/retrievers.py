@@ -8,8 +8,8 @@ number of nodes whose adjacency the retriever expanded.
 - ``gold-entity``, ``extracted-entity``, ``light-entity``, ``light-relation`` share one n-hop beam
   expansion (:func:`beam_expand`) and differ only in their seeds (TRIAGE §5.1): the gold topic
   entities (an oracle), the grounder's graph-linked query entities, the top-k entities most similar
-  to the question (LightRAG local mode's principle) and the endpoints of the top-k most similar
-  triples (LightRAG global mode's principle).
+  to the question (an entity-keyed "local" mode) and the endpoints of the top-k most similar
+  triples (a relation-keyed "global" mode).
 - ``path`` follows PathRAG: resource propagation from the anchors with decay α and flow-based
   pruning, then relational paths between anchors scored by the average resource of their nodes.
 - ``krag`` is the KG-RAG retriever EvoRAG builds on: N seed entities (grounded first, then by

@@ -8,7 +8,7 @@
   to the next implementation, so one plugin's garbage cannot silence the defaults.
 - **Time** — a synchronous hook runs under a budget (:class:`SyncBudget`). CPython cannot stop a
   running thread, and handing every call to a helper thread costs ~80 µs (more than the whole 5 %
-  overhead budget of a 1.6 ms LightRAG query), so the call runs inline: an answer that came later
+  overhead budget of a 1.6 ms host query, DESIGN §2), so the call runs inline: an answer that came later
   than the budget is discarded and counted as ``OverBudget``, and that plugin is then skipped
   (counted as ``Suspended``) for a cool-down before it is asked again. A slow plugin costs the host
   one slow call per cool-down, not every call.

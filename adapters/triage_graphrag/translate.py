@@ -1,0 +1,381 @@
+"""GraphRAG 3.3 output tables and query contexts -> triage events, with ids that survive re-indexing (DESIGN §3).
+
+GraphRAG 3.3 gives entities and relationships a fresh uuid4 on every index run, and the short ids
+in a query context (``human_readable_id``, the text-unit row label, the community number) are
+positions in one run's tables. Ids here are stable instead:
+
+- a **node** is the entity title (GraphRAG upper-cases titles; titles are unique in ``entities``);
+- a **triple** is keyed by its (source, target) titles plus the ids of the text units it was read
+  from (:func:`triple_id`); text-unit ids are content hashes, so the same relationship read from
+  the same text gets the same id in the next index run, and feedback learned for it carries over;
+- a **chunk** is the text unit id.
+
+GraphRAG relationships have no predicate label, only a description; the triple's ``predicate`` is
+that description (the summarized one in the graph, the per-chunk one in extraction events).
+
+A query context (what ``on_context`` receives) names rows by those short ids:
+:func:`retrieval_event` maps them back — local search gives entities (V_S), relationships (K_S) and
+sources (chunks, in context order); global search gives reports, whose communities' relationships
+and text units become K_S and the chunks. Mentions and their grounding come from the default
+grounder over entity titles (TRIAGE §4.3.1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from triage_plugins.adapter_kit.logprobs import span_logprobs, spells
+from triage_plugins.contract.events import (
+    Chunk,
+    ExtractedTriple,
+    ExtractionEvent,
+    GenerationEvent,
+    GraphEvent,
+    RetrievalEvent,
+    Subgraph,
+    Triple,
+)
+from triage_plugins.contract.graph_view import GraphView
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from triage_plugins.kg.grounding import Grounder
+
+__all__ = [
+    "FRAMEWORK",
+    "GraphTables",
+    "RecordLogprobs",
+    "extraction_events",
+    "generation_event",
+    "record_logprobs",
+    "retrieval_event",
+    "triple_id",
+]
+
+log = logging.getLogger("triage.graphrag.tables")
+
+FRAMEWORK = "graphrag"
+NO_DESCRIPTION = "related to"
+
+
+def triple_id(source: str, target: str, text_unit_ids: Iterable[str]) -> str:
+    """``"SOURCE|TARGET|<12 hex>"``: the titles plus a digest of the (sorted, distinct) text-unit ids."""
+    units = "\n".join(sorted({str(u) for u in text_unit_ids}))
+    digest = hashlib.sha1(units.encode("utf-8")).hexdigest()[:12]
+    return f"{source}|{target}|{digest}"
+
+
+def _list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, float) and math.isnan(value):
+        return []
+    if isinstance(value, str):
+        return [value]
+    return list(value)
+
+
+def _text(value: Any, default: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return default
+    text = str(value).strip()
+    return text or default
+
+
+@dataclass
+class GraphTables:
+    """Lookups from one index run's tables to stable ids, plus the :class:`GraphView` of the graph.
+
+    :param entities: the ``entities`` table (title, type, human_readable_id, text_unit_ids ...).
+    :param relationships: the ``relationships`` table (id, human_readable_id, source, target,
+        description, combined_degree, text_unit_ids).
+    :param text_units: the ``text_units`` table (id, text, document_id); its index labels are the
+        short ids local search shows.
+    :param communities: the ``communities`` table (community, relationship_ids, text_unit_ids), optional.
+    """
+
+    triples: dict[str, Triple] = field(default_factory=dict)  # stable id -> triple
+    by_uuid: dict[str, str] = field(default_factory=dict)  # relationship id (uuid) -> stable id
+    by_short: dict[str, str] = field(default_factory=dict)  # human_readable_id -> stable id
+    by_pair: dict[tuple[str, str], str] = field(default_factory=dict)  # (source, target) -> stable id
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)  # stable id -> text unit ids
+    degree: dict[str, float] = field(default_factory=dict)  # stable id -> combined_degree
+    entity_by_short: dict[str, str] = field(default_factory=dict)  # human_readable_id -> title
+    entity_types: dict[str, str] = field(default_factory=dict)
+    unit_by_short: dict[str, str] = field(default_factory=dict)  # index label -> text unit id
+    chunks: dict[str, Chunk] = field(default_factory=dict)  # text unit id -> chunk
+    community_triples: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    community_units: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    row_ids: list[str] = field(default_factory=list)  # stable ids in the relationships frame's row order
+    row_degrees: list[float] = field(default_factory=list)  # combined_degree in the same order
+    frame_id: int | None = None  # id() of the relationships frame the tables were built from
+    graph: GraphView = field(default_factory=lambda: GraphView(()))
+    _grounder: Grounder | None = None
+
+    @classmethod
+    def from_frames(
+        cls,
+        entities: pd.DataFrame,
+        relationships: pd.DataFrame,
+        text_units: pd.DataFrame | None = None,
+        communities: pd.DataFrame | None = None,
+    ) -> GraphTables:
+        out = cls()
+        for row in entities.itertuples(index=False):
+            title = str(row.title)
+            out.entity_types[title] = _text(getattr(row, "type", None)) or None  # type: ignore[assignment]
+            short = getattr(row, "human_readable_id", None)
+            if short is not None:
+                out.entity_by_short[str(short)] = title
+        for row in relationships.itertuples(index=False):
+            source, target = str(row.source), str(row.target)
+            units = tuple(dict.fromkeys(str(u) for u in _list(getattr(row, "text_unit_ids", None))))
+            tid = triple_id(source, target, units)
+            out.triples[tid] = Triple(
+                tid,
+                source,
+                _text(getattr(row, "description", None), NO_DESCRIPTION),
+                target,
+                out.entity_types.get(source),
+                out.entity_types.get(target),
+            )
+            out.sources[tid] = units
+            out.row_ids.append(tid)
+            out.by_pair[(source, target)] = tid
+            out.degree[tid] = float(getattr(row, "combined_degree", 0) or 0)
+            out.row_degrees.append(out.degree[tid])
+            uuid = getattr(row, "id", None)
+            if uuid is not None:
+                out.by_uuid[str(uuid)] = tid
+            short = getattr(row, "human_readable_id", None)
+            if short is not None:
+                out.by_short[str(short)] = tid
+        out.frame_id = id(relationships)
+        if text_units is not None:
+            for label, row in zip(text_units.index, text_units.itertuples(index=False), strict=True):
+                uid = str(row.id)
+                out.unit_by_short[str(label)] = uid
+                doc = _text(getattr(row, "document_id", None), uid)
+                out.chunks[uid] = Chunk(
+                    uid, doc, str(row.text), {"row": int(getattr(row, "human_readable_id", 0) or 0)}
+                )
+        if communities is not None:
+            for row in communities.itertuples(index=False):
+                key = str(row.community)
+                out.community_triples[key] = tuple(
+                    out.by_uuid[r]
+                    for r in map(str, _list(getattr(row, "relationship_ids", None)))
+                    if r in out.by_uuid
+                )
+                out.community_units[key] = tuple(str(u) for u in _list(getattr(row, "text_unit_ids", None)))
+        out.graph = GraphView(
+            out.triples.values(),
+            nodes=list(out.entity_types),
+            sources=out.sources,
+        )
+        return out
+
+    @property
+    def grounder(self) -> Grounder:
+        """The default grounder over entity titles (built once; TRIAGE §4.3.1)."""
+        if self._grounder is None:
+            from triage_plugins.kg.grounding import shared_grounder
+
+            self._grounder = shared_grounder(self.graph)
+        return self._grounder
+
+    def graph_event(self) -> GraphEvent:
+        return GraphEvent(FRAMEWORK, self.graph)
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLogprobs:
+    """Token log-probabilities of one relationship record of an extraction completion."""
+
+    source: str
+    target: str
+    description: str
+    logprobs: tuple[float, ...]
+
+
+def _clean(text: str) -> str:
+    """GraphRAG's ``clean_str``: strip, unescape HTML, drop control characters."""
+    import html
+    import re
+
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", "", html.unescape(text.strip()))
+
+
+def record_logprobs(content: str, tokens: Sequence[tuple[str, float]]) -> list[RecordLogprobs]:
+    """Split a completion into GraphRAG relationship records and give each the log-probs of its tokens.
+
+    Tokens are aligned to characters by concatenation; when they do not reproduce ``content``
+    (a provider that normalizes tokens), nothing is returned rather than a misaligned guess.
+    """
+    if not spells(tokens, content):
+        return []
+    out: list[RecordLogprobs] = []
+    start = 0
+    for piece in content.split("##"):
+        end = start + len(piece)
+        # the record itself: from its "(" to its ")", without a trailing <|COMPLETE|> or blank lines
+        lo = piece.find("(")
+        hi = piece.rfind(")")
+        span = (start + lo, start + hi + 1) if 0 <= lo < hi else (start, end)
+        record = piece.strip()
+        if record.startswith("("):
+            record = record[1:]
+        record = record.removesuffix("<|COMPLETE|>").strip().removesuffix(")")
+        parts = record.split("<|>")
+        if parts[0] == '"relationship"' and len(parts) >= 5:
+            lps = span_logprobs(tokens, *span, skip_blank=True) or ()
+            out.append(
+                RecordLogprobs(_clean(parts[1].upper()), _clean(parts[2].upper()), _clean(parts[3]), lps)
+            )
+        start = end + 2
+    return out
+
+
+def extraction_events(
+    raw_relationships: pd.DataFrame,
+    text_units: pd.DataFrame,
+    *,
+    run_id: str,
+    entity_types: Mapping[str, str | None] | None = None,
+    logprobs: Mapping[str, Sequence[RecordLogprobs]] | None = None,
+    model: str | None = None,
+) -> list[ExtractionEvent]:
+    """One :class:`ExtractionEvent` per text unit, from the ``raw_relationships`` snapshot.
+
+    ``raw_relationships`` rows group one (source, target) pair across chunks with ``description``
+    and ``text_unit_ids`` aligned list-for-list; each pair (description, text unit) is one
+    per-chunk triple, with id :func:`triple_id` (source, target, [that text unit]).
+
+    :param logprobs: text unit id -> the relationship records of its extraction completions with
+        token log-probabilities (from the logprob-recording model); triples without a matching
+        record get ``None`` (TCS is then N/A).
+    """
+    types = entity_types or {}
+    per_unit: dict[str, list[ExtractedTriple]] = {str(u): [] for u in text_units["id"]}
+    for row in raw_relationships.itertuples(index=False):
+        source, target = str(row.source), str(row.target)
+        descriptions = _list(row.description)
+        units = [str(u) for u in _list(row.text_unit_ids)]
+        if len(descriptions) != len(units):
+            log.warning(
+                "raw relationship %s -> %s: descriptions and text units are not aligned", source, target
+            )
+            descriptions = [descriptions[0] if descriptions else NO_DESCRIPTION] * len(units)
+        for desc, unit in zip(descriptions, units, strict=True):
+            desc = _text(desc, NO_DESCRIPTION)
+            lps = None
+            for rec in (logprobs or {}).get(unit, ()):
+                if rec.source == source and rec.target == target and rec.description == desc and rec.logprobs:
+                    lps = rec.logprobs
+                    break
+            triple = Triple(
+                triple_id(source, target, [unit]), source, desc, target, types.get(source), types.get(target)
+            )
+            per_unit.setdefault(unit, []).append(ExtractedTriple(triple, lps, desc))
+    chunks = {
+        str(row.id): Chunk(
+            str(row.id),
+            _text(getattr(row, "document_id", None), str(row.id)),
+            str(row.text),
+            {"row": int(getattr(row, "human_readable_id", 0) or 0)},
+        )
+        for row in text_units.itertuples(index=False)
+    }
+    return [
+        ExtractionEvent(FRAMEWORK, run_id, chunks[unit], tuple(triples), model)
+        for unit, triples in per_unit.items()
+        if unit in chunks
+    ]
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def _rows(context: Any, name: str, *columns: str) -> list[tuple[Any, ...]]:
+    """The given columns of a context table, rows left out of the context (``in_context`` False) dropped.
+
+    Column-wise ``tolist`` rather than ``to_dict("records")``: this runs on the host's query path.
+    """
+    if not isinstance(context, dict):
+        return []
+    frame = context.get(name)
+    if frame is None or not hasattr(frame, "columns") or len(frame) == 0:
+        return []
+    n = len(frame)
+    cols = [frame[c].tolist() if c in frame.columns else [None] * n for c in columns]
+    keep = frame["in_context"].tolist() if "in_context" in frame.columns else [True] * n
+    return [row for row, k in zip(zip(*cols, strict=True), keep, strict=True) if k is not False]
+
+
+def _short(value: Any) -> str:
+    text = str(value).strip()
+    try:
+        return str(int(float(text)))
+    except ValueError:
+        return text
+
+
+def retrieval_event(
+    tables: GraphTables, context: Any, query: str, query_id: str, retriever: str, seconds: float
+) -> RetrievalEvent:
+    """The retrieval event of one query context (``"local"`` or ``"global"`` search)."""
+    t = tables
+    triples: dict[str, Triple] = {}
+    nodes: list[str] = []
+    chunk_ids: list[str] = []
+    if retriever == "global":
+        for (short,) in _rows(context, "reports", "id"):
+            key = _short(short)
+            triples.update((i, t.triples[i]) for i in t.community_triples.get(key, ()) if i in t.triples)
+            chunk_ids.extend(t.community_units.get(key, ()))
+    else:
+        for short, title in _rows(context, "entities", "id", "entity"):
+            title = str(title or t.entity_by_short.get(_short(short), "")).strip()
+            if title:
+                nodes.append(title)
+        for short, source, target in _rows(context, "relationships", "id", "source", "target"):
+            tid = t.by_short.get(_short(short)) or t.by_pair.get((str(source), str(target)))
+            if tid is not None:
+                triples[tid] = t.triples[tid]
+        for (short,) in _rows(context, "sources", "id"):
+            uid = t.unit_by_short.get(_short(short))
+            if uid is not None:
+                chunk_ids.append(uid)
+    chunks = tuple(t.chunks[c] for c in dict.fromkeys(chunk_ids) if c in t.chunks)
+    grounding = t.grounder.ground(query)
+    return RetrievalEvent(
+        FRAMEWORK,
+        query_id,
+        query,
+        grounding.mentions,
+        dict(grounding.grounding),
+        Subgraph(tuple(triples.values()), tuple(dict.fromkeys(nodes))),
+        (),
+        chunks,
+        None,
+        "GraphRAG does not report how many entities its search scored",
+        seconds,
+        retriever,
+    )
+
+
+def generation_event(tables: GraphTables, query_id: str, answer: str, seconds: float) -> GenerationEvent:
+    """The generation event of one answer, its mentions grounded over entity titles."""
+    grounding = tables.grounder.ground(answer)
+    return GenerationEvent(
+        FRAMEWORK, query_id, answer, grounding.mentions, dict(grounding.grounding), None, seconds
+    )

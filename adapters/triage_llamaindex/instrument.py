@@ -1,0 +1,587 @@
+"""Observe LlamaIndex through its instrumentation dispatcher (DESIGN §3, adapter).
+
+:class:`LlamaIndexInstrumentor` (the adapter's :class:`~triage_plugins.adapter_kit.Instrumentor`)
+adds one event handler and one span handler to the root dispatcher, the way OpenInference's
+LlamaIndex instrumentor does (skips when already added; ``uninstrument()`` removes exactly those
+two). :func:`instrument` is the compatible shortcut. The handlers translate, and hand events to the
+:class:`~triage_plugins.runtime.manager.TriageManager`, which delivers them off the host's hot path:
+
+========================================  =====================================================
+LlamaIndex                                triage
+========================================  =====================================================
+``TriageExtractionTap`` chunk event        ``ExtractionEvent`` (+ token log-probabilities of the
+  + ``LLMCompletionEndEvent`` /              chunk's completion, when the LLM returned them)
+  ``LLMChatEndEvent``
+property graph store triplets              ``GraphEvent`` (each relation's own
+                                           ``triplet_source_id``), on first retrieval against
+                                           a new or changed store, or :meth:`emit_graph`
+``RetrievalEndEvent`` of the outermost     ``RetrievalEvent`` (+ ``manager.gate`` when
+  retriever of a span tree                   ``config.gate``): triplets parsed back from the
+                                           node texts; chunks = the chunks those triplets were
+                                           extracted from (relation provenance), or the nodes
+                                           themselves when they hold no triplet; no paths
+                                           (LlamaIndex returns flat triplets)
+``QueryEndEvent`` of the outermost query   ``GenerationEvent``
+``feedback(query_id, score)``              ``FeedbackEvent``
+========================================  =====================================================
+
+Query ids: ``instrument_tags({"query_id": ...})`` when the caller sets it, else the id of the
+enclosing ``inst.query()`` block, else the id of the root span of the query's span tree (e.g.
+``"RetrieverQueryEngine.query-<uuid>"``).
+
+Private surface (llama-index-core 0.14.25): ``BasePGRetriever._graph_store`` (to find the graph a
+retriever reads) and ``PGRetriever.sub_retrievers``. LlamaIndex is imported only when the
+instrumentor is instrumented (the handler classes are built then).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any, Unpack
+
+from triage_llamaindex.translate import (
+    KnownGraph,
+    build_known_graph,
+    graph_fingerprint,
+    node_chunks,
+    parse_triples,
+    retriever_name,
+    retriever_store,
+    store_of,
+    triple_logprobs,
+)
+from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
+from triage_plugins.adapter_kit.lru import LRU
+from triage_plugins.adapter_kit.query_ids import current_query_id
+from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.events import (
+    Chunk,
+    ExtractedTriple,
+    ExtractionEvent,
+    GateDecision,
+    GenerationEvent,
+    GraphEvent,
+    RetrievalEvent,
+    Subgraph,
+    Triple,
+)
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["FRAMEWORK", "LlamaIndexInstrumentor", "active_instrumentation", "instrument"]
+
+log = logging.getLogger("triage.llamaindex")
+
+FRAMEWORK = "llamaindex"
+QUERY_ID_TAG = "query_id"
+EXPANDED_NODES_NOTE = "LlamaIndex retrievers do not report how many graph nodes they expanded"
+PENDING_COMPLETIONS = 256  # completions with log-probabilities awaiting their chunk (by prompt)
+KEPT_COMPLETIONS = 4096  # completions attributed to a chunk by TriageLLMPathExtractor, awaiting the tap
+KEPT_QUERIES = 1024  # per-query state kept for generation / gate lookups
+
+_active: LlamaIndexInstrumentor | None = None
+_active_lock = threading.Lock()
+
+
+def active_instrumentation() -> LlamaIndexInstrumentor | None:
+    """The instrumentor currently registered on the root dispatcher, if any."""
+    return _active
+
+
+class LlamaIndexInstrumentor(Instrumentor):
+    """Instrumentor of LlamaIndex's root dispatcher (see the module docstring and the kit's base).
+
+    :ivar decisions: query id -> the gate's decision for that query (most recent queries only).
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decisions: LRU[str, GateDecision] = LRU(KEPT_QUERIES)
+        self._span_handler: Any = None
+        self._event_handler: Any = None
+        self._lock = threading.Lock()
+        # extraction
+        self._by_node: LRU[str, tuple[str, Any]] = LRU(KEPT_COMPLETIONS)
+        self._pending: deque[tuple[str, str, Any, int]] = deque(maxlen=PENDING_COMPLETIONS)
+        self._tap_sources: dict[str, list[str]] = {}
+        self._chunks: dict[str, Chunk] = {}
+        # graphs, keyed by id(store); the store itself is kept to keep ids unambiguous
+        self._graphs: dict[int, tuple[Any, KnownGraph]] = {}
+        self._default_store: Any = None
+        self._query_graph: LRU[str, KnownGraph | None] = LRU(KEPT_QUERIES)
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return ("llama-index-core >= 0.14, < 0.15",)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _instrument(self, host: Any) -> None:
+        """Add the two handlers to the root dispatcher (adapter state is kept across re-instrumenting)."""
+        global _active
+        from llama_index.core.instrumentation import get_dispatcher
+
+        span_cls, event_cls = _handler_classes()
+        root = get_dispatcher()
+        for handler in (*root.event_handlers, *root.span_handlers):
+            owner = getattr(handler, "owner", None)
+            if isinstance(handler, event_cls | span_cls) and owner is not self:
+                raise ConfigError("another triage instrumentation is installed: uninstrument() it first")
+        if self._span_handler is None:
+            self._span_handler, self._event_handler = span_cls(self), event_cls(self)
+        span, event = self._span_handler, self._event_handler
+        if not any(h is span for h in root.span_handlers):
+            root.add_span_handler(span)
+            self._on_uninstrument(lambda: _remove(root.span_handlers, span))
+        if not any(h is event for h in root.event_handlers):
+            root.add_event_handler(event)
+            self._on_uninstrument(lambda: _remove(root.event_handlers, event))
+        with _active_lock:
+            _active = self
+        self._on_uninstrument(self._deactivate)
+
+    def _deactivate(self) -> None:
+        global _active
+        with _active_lock:
+            if _active is self:
+                _active = None
+
+    @property
+    def installed(self) -> bool:
+        """Former name of :attr:`is_instrumented`."""
+        return self.is_instrumented
+
+    def install(self) -> LlamaIndexInstrumentor:
+        """Former name of :meth:`instrument` (again, with the same manager)."""
+        return self.instrument()
+
+    # ------------------------------------------------------------------ public helpers
+
+    def current_query_id(self) -> str | None:
+        """Query id of the span tree the caller runs in (``None`` outside any span or query block)."""
+        from llama_index.core.instrumentation.dispatcher import active_instrument_tags
+        from llama_index.core.instrumentation.span import active_span_id
+
+        tagged = active_instrument_tags.get().get(QUERY_ID_TAG)
+        if tagged is not None:
+            return str(tagged)
+        current = current_query_id()
+        if current is not None:
+            return current
+        span_id = active_span_id.get()
+        return self._span_handler.root(span_id) if span_id and self._span_handler is not None else None
+
+    def emit_graph(self, index_or_store: Any) -> GraphEvent:
+        """Snapshot a ``PropertyGraphIndex`` (or its property graph store) and emit ``GraphEvent``.
+
+        The store also becomes the default graph for parsing retrievals whose retriever does not
+        reveal its store.
+        """
+        store = store_of(index_or_store)
+        self._default_store = store
+        known = self._refresh_graph(store, force=True)
+        event = GraphEvent(FRAMEWORK, known.view)
+        self.manager.emit_graph(event)
+        return event
+
+    def persist_contributions(self, index_or_store: Any, key: str = "contribution") -> int:
+        """Write the learned triple contribution scores into ``Relation.properties[key]``."""
+        from triage_llamaindex.reweight import persist_contributions
+
+        store = store_of(index_or_store)
+        written = persist_contributions(store, self.manager.learned_scores("triple"), key=key)
+        self._graphs.pop(id(store), None)  # renderings with properties changed
+        return written
+
+    def known_graph(self, index_or_store: Any) -> KnownGraph:
+        """The adapter's current snapshot of a store (rebuilt when the store changed; no event)."""
+        return self._refresh_graph(store_of(index_or_store))
+
+    # ------------------------------------------------------------------ graph state
+
+    def _build_graph(self, store: Any) -> KnownGraph:
+        known = build_known_graph(store, self._tap_sources)
+        known.extra["store"] = store
+        self._graphs[id(store)] = (store, known)
+        # the in-memory store keeps its chunks beside the entities: read their texts once here,
+        # not one store scan per query (other stores are read lazily, per missing chunk)
+        nodes = getattr(getattr(store, "graph", None), "nodes", None)
+        if isinstance(nodes, Mapping):
+            missing = [n.id for n in nodes.values() if hasattr(n, "text") and n.id not in self._chunks]
+            if missing:
+                self._load_chunks(store, missing)
+        return known
+
+    def _refresh_graph(self, store: Any, *, force: bool = False) -> KnownGraph:
+        cached = self._graphs.get(id(store))
+        if not force and cached is not None and cached[0] is store:
+            fp = cached[1].fingerprint
+            if fp is None or fp == graph_fingerprint(store):
+                return cached[1]
+        return self._build_graph(store)
+
+    def _graph_for_retriever(self, retriever: Any) -> KnownGraph | None:
+        store = retriever_store(retriever) or self._default_store
+        if store is None:
+            return None
+        cached = self._graphs.get(id(store))
+        known = self._refresh_graph(store)
+        if cached is None or cached[1] is not known:
+            self.manager.emit_graph(GraphEvent(FRAMEWORK, known.view))
+        return known
+
+    def _ground(self, known: KnownGraph | None, text: str) -> tuple[tuple[str, ...], dict[str, str | None]]:
+        if known is None or not text:
+            return (), {}
+        if known.grounder is None:
+            from triage_plugins.kg.grounding import shared_grounder
+
+            known.grounder = shared_grounder(known.view)
+        result = known.grounder.ground(text)
+        return tuple(result.mentions), dict(result.grounding)
+
+    def _load_chunks(self, store: Any, ids: list[str]) -> None:
+        if store is None:
+            return
+        for node in store.get_llama_nodes(ids):
+            self._chunks[node.node_id] = Chunk(
+                node.node_id, node.ref_doc_id or node.node_id, node.get_content()
+            )
+
+    def _provenance_chunks(
+        self, triples: Mapping[str, Triple], known: KnownGraph | None
+    ) -> tuple[Chunk, ...]:
+        """Chunks each retrieved triple was extracted from, in rank order (relation provenance)."""
+        if known is None:
+            return ()
+        ordered: dict[str, None] = {}
+        for tid in triples:
+            for chunk_id in known.sources.get(tid, ()):
+                ordered.setdefault(chunk_id)
+        ids = list(ordered)
+        missing = [c for c in ids if c not in self._chunks]
+        if missing:
+            self._load_chunks(known.extra.get("store") or self._default_store, missing)
+        return tuple(self._chunks.get(c) or Chunk(c, c, "") for c in ids)
+
+    # ------------------------------------------------------------------ event routes
+
+    def _on_completion(self, event: Any) -> None:
+        from llama_index.core.instrumentation.events.llm import LLMCompletionEndEvent
+
+        from triage_llamaindex.extraction import extracting_node_id
+
+        response = event.response
+        logprobs = getattr(response, "logprobs", None)
+        if not logprobs:
+            return
+        if isinstance(event, LLMCompletionEndEvent):
+            prompt, text = event.prompt, response.text
+        else:
+            prompt = "\n".join(str(m.content or "") for m in event.messages)
+            text = response.message.content or ""
+        node_id = extracting_node_id.get()
+        if node_id is not None:
+            self._by_node.put(node_id, (text, logprobs))  # bounded: no tap may collect them
+            return
+        with self._lock:
+            if self._pending and self._pending[-1][3] == id(response):
+                return  # the same response re-announced by an outer span (acomplete -> complete)
+            self._pending.append((prompt, text, logprobs, id(response)))
+
+    def _completion_for(self, node_id: str, chunk_text: str) -> tuple[str, Any] | None:
+        """The chunk's completion: exact (``TriageLLMPathExtractor``) or the prompt holding its text."""
+        found = self._by_node.pop(node_id)
+        if found is not None:
+            return found
+        with self._lock:
+            for i, (prompt, text, logprobs, _) in enumerate(self._pending):
+                if chunk_text and chunk_text in prompt:
+                    del self._pending[i]
+                    return (text, logprobs)
+        return None
+
+    def _on_chunk(self, event: Any) -> None:
+        chunk = Chunk(event.node_id, event.doc_id, event.text)
+        self._chunks[chunk.id] = chunk
+        unique: dict[str, Triple] = {}
+        for s, p, o, st, ot in event.triples:
+            t = Triple.of(s, p, o, subject_type=st, object_type=ot)
+            unique.setdefault(t.id, t)
+            sources = self._tap_sources.setdefault(t.id, [])
+            if chunk.id not in sources:
+                sources.append(chunk.id)
+        completion = self._completion_for(event.node_id, event.text)
+        if completion is not None:
+            lps = triple_logprobs(completion[0], completion[1], unique.values())
+        else:
+            lps = dict.fromkeys(unique)
+        extracted = tuple(ExtractedTriple(t, lps.get(t.id)) for t in unique.values())
+        self.manager.emit_extraction(ExtractionEvent(FRAMEWORK, event.run_id, chunk, extracted))
+
+    def _on_retrieval(self, event: Any) -> None:
+        spans = self._span_handler
+        span = spans.get(event.span_id)
+        if span is None or spans.has_ancestor(event.span_id, "retriever"):
+            return  # unknown span, or a sub-retriever inside an outer retriever
+        seconds = time.perf_counter() - span.started
+        query_id = self._query_id_of(event)
+        query = event.str_or_query_bundle
+        query_str = query if isinstance(query, str) else query.query_str
+        known = self._graph_for_retriever(span.instance)
+        by_line = known.by_line if known is not None else None
+        triples: dict[str, Triple] = {}
+        for scored in event.nodes:
+            for triple in parse_triples(scored.node.get_content(), by_line):
+                triples.setdefault(triple.id, triple)
+        mentions, grounding = self._ground(known, query_str)
+        retrieval = RetrievalEvent(
+            FRAMEWORK,
+            query_id,
+            query_str,
+            mentions=mentions,
+            grounding=grounding,
+            subgraph=Subgraph(tuple(triples.values())),
+            chunks=self._provenance_chunks(triples, known) if triples else node_chunks(event.nodes),
+            expanded_nodes=None,
+            expanded_nodes_note=EXPANDED_NODES_NOTE,
+            seconds=seconds,
+            retriever=retriever_name(span.instance),
+        )
+        self.last_query_id = query_id
+        self._query_graph.put(query_id, known)
+        self.manager.emit_retrieval(retrieval)
+        if self.manager.config.gate:
+            decision = self.manager.gate(retrieval)
+            self.decisions.put(query_id, decision)
+            if decision.action != "proceed":
+                log.info("triage gate: %s for query %s: %s", decision.action, query_id, decision.reason)
+
+    def _on_query_end(self, event: Any) -> None:
+        spans = self._span_handler
+        span = spans.get(event.span_id)
+        if span is None or spans.has_ancestor(event.span_id, "query"):
+            return
+        answer = getattr(event.response, "response", None)
+        if not isinstance(answer, str):
+            log.debug("query %s: response has no text (streaming?); no generation event", event.span_id)
+            return
+        query_id = self._query_id_of(event)
+        mentions, grounding = self._ground(self._query_graph.get(query_id), answer)
+        self.last_query_id = query_id
+        self.manager.emit_generation(
+            GenerationEvent(
+                FRAMEWORK,
+                query_id,
+                answer,
+                answer_mentions=mentions,
+                answer_grounding=grounding,
+                seconds=time.perf_counter() - span.started,
+            )
+        )
+
+    def _query_id_of(self, event: Any) -> str:
+        tags = event.tags
+        tagged = tags.get(QUERY_ID_TAG) if tags else None
+        if tagged is not None:
+            return str(tagged)
+        return current_query_id() or self._span_handler.root(event.span_id)
+
+
+# --------------------------------------------------------------------------- the dispatcher handlers
+
+
+def _remove(handlers: list[Any], handler: Any) -> None:
+    handlers[:] = [h for h in handlers if h is not handler]
+
+
+def _attach(model: Any, name: str, value: Any) -> None:
+    """Set a plain instance attribute on a pydantic model, outside its fields.
+
+    Pydantic private attributes cost ~2.5 µs per read (``__getattr__``); these handlers read their
+    state on every span and event, ~50 times per query, so the state lives in ``__dict__``.
+    """
+    object.__setattr__(model, name, value)
+
+
+class _Span:
+    __slots__ = ("instance", "kind", "parent", "started")
+
+    def __init__(self, parent: str | None, kind: str | None, instance: Any) -> None:
+        self.parent = parent
+        self.kind = kind
+        self.started = time.perf_counter() if kind is not None else 0.0
+        self.instance = instance
+
+
+_HANDLERS: tuple[type, type] | None = None
+_ROUTES: dict[type, Any] = {}  # LlamaIndex event class -> LlamaIndexInstrumentor method (filled lazily)
+
+
+def _routes() -> dict[type, Any]:
+    """The LlamaIndex events the adapter reads, each with the instrumentor method that handles it."""
+    if not _ROUTES:
+        from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMCompletionEndEvent
+        from llama_index.core.instrumentation.events.query import QueryEndEvent
+        from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+
+        from triage_llamaindex.extraction import ChunkExtracted
+
+        _ROUTES.update(
+            {
+                ChunkExtracted: LlamaIndexInstrumentor._on_chunk,
+                LLMCompletionEndEvent: LlamaIndexInstrumentor._on_completion,
+                LLMChatEndEvent: LlamaIndexInstrumentor._on_completion,
+                RetrievalEndEvent: LlamaIndexInstrumentor._on_retrieval,
+                QueryEndEvent: LlamaIndexInstrumentor._on_query_end,
+            }
+        )
+    return _ROUTES
+
+
+def _handler_classes() -> tuple[type, type]:
+    """The span and event handler classes (built on first use: they subclass LlamaIndex's)."""
+    global _HANDLERS
+    if _HANDLERS is None:
+        _HANDLERS = (_span_handler_class(), _event_handler_class())
+    return _HANDLERS
+
+
+def _span_kinds() -> Any:
+    """``kind_of(instance)``: ``"retriever"``, ``"query"`` or ``None``, cached per class (no ABC checks
+    on every span)."""
+    from llama_index.core.base.base_query_engine import BaseQueryEngine
+    from llama_index.core.base.base_retriever import BaseRetriever
+
+    kinds: dict[type, str | None] = {}
+
+    def kind_of(instance: Any) -> str | None:
+        cls = type(instance)
+        if cls not in kinds:
+            if isinstance(instance, BaseRetriever):
+                kinds[cls] = "retriever"
+            else:
+                kinds[cls] = "query" if isinstance(instance, BaseQueryEngine) else None
+        return kinds[cls]
+
+    return kind_of
+
+
+def _span_handler_class() -> type:
+    from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+
+    kind_of = _span_kinds()
+
+    class TriageSpanHandler(BaseSpanHandler[Any]):
+        """Keeps the span tree (parent, kind, start time) of open spans; nothing else."""
+
+        def __init__(self, owner: LlamaIndexInstrumentor) -> None:
+            super().__init__()
+            _attach(self, "spans", {})
+            _attach(self, "owner", owner)
+
+        @classmethod
+        def class_name(cls) -> str:
+            return "TriageSpanHandler"
+
+        def span_enter(self, id_: str, bound_args: Any, instance: Any = None, parent_id: str | None = None,
+                       tags: dict[str, Any] | None = None, **kwargs: Any) -> None:  # fmt: skip
+            kind = kind_of(instance)
+            self.spans[id_] = _Span(parent_id, kind, instance if kind == "retriever" else None)
+
+        def span_exit(
+            self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kw: Any
+        ) -> None:
+            self.spans.pop(id_, None)
+
+        def span_drop(
+            self, id_: str, bound_args: Any, instance: Any = None, err: Any = None, **kw: Any
+        ) -> None:
+            self.spans.pop(id_, None)
+
+        # abstract in BaseSpanHandler; unused because span_enter/exit/drop are overridden
+        def new_span(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+        def get(self, span_id: str | None) -> _Span | None:
+            return self.spans.get(span_id) if span_id else None
+
+        def has_ancestor(self, span_id: str, kind: str) -> bool:
+            span = self.spans.get(span_id)
+            parent = span.parent if span else None
+            while parent is not None:
+                above = self.spans.get(parent)
+                if above is None:
+                    return False
+                if above.kind == kind:
+                    return True
+                parent = above.parent
+            return False
+
+        def root(self, span_id: str) -> str:
+            current = span_id
+            span = self.spans.get(current)
+            while span is not None and span.parent is not None and span.parent in self.spans:
+                current = span.parent
+                span = self.spans[current]
+            return current
+
+    return TriageSpanHandler
+
+
+def _event_handler_class() -> type:
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    class TriageEventHandler(BaseEventHandler):
+        """Routes the few LlamaIndex events the adapter reads to its instrumentor."""
+
+        def __init__(self, owner: LlamaIndexInstrumentor) -> None:
+            super().__init__()
+            _attach(self, "owner", owner)
+            _attach(self, "routes", _routes())
+
+        @classmethod
+        def class_name(cls) -> str:
+            return "TriageEventHandler"
+
+        def handle(self, event: Any, **kwargs: Any) -> None:
+            route = self.routes.get(type(event))
+            if route is None:
+                return
+            try:
+                route(self.owner, event)
+            except Exception as exc:  # noqa: BLE001 - instrumentation never breaks the host
+                self.owner._failed(f"handling {type(event).__name__}", exc)
+
+    return TriageEventHandler
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def instrument(**options: Unpack[InstrumentOptions]) -> LlamaIndexInstrumentor:
+    """Register the triage handlers on LlamaIndex's root dispatcher; returns the instrumentor.
+
+    When triage handlers are already registered, the existing instrumentor is returned unchanged
+    (nothing is added twice). ``options`` are those of
+    :meth:`~triage_plugins.adapter_kit.Instrumentor.instrument` (its manager policy: a ``manager``
+    passed in is used as is and never closed; without one, an owned manager over ``store``).
+    """
+    with _active_lock:
+        existing = _active
+    if existing is not None and existing.is_instrumented:
+        log.warning("LlamaIndex is already instrumented by triage; returning the existing instrumentor")
+        return existing
+    return LlamaIndexInstrumentor().instrument(**options)
