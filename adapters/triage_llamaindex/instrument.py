@@ -41,7 +41,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 from triage_llamaindex.translate import (
     KnownGraph,
@@ -69,9 +69,6 @@ from triage_plugins.contract.events import (
     Subgraph,
     Triple,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["FRAMEWORK", "LlamaIndexInstrumentor", "active_instrumentation", "instrument"]
 
