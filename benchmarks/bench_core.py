@@ -3,7 +3,7 @@
 Each figure is the best of ``--repeat`` batch medians (or batch means for the one-shot costs), so a
 busy shared machine shows as spread, not as a wrong number. Run from the repo root::
 
-    /work/venv/bin/python benchmarks/bench_core.py [--data ../shared/data] [--repeat 5]
+    python benchmarks/bench_core.py [--data ../shared/data] [--repeat 5]
 
 Measured: the embedded world's generation; the hashing embedder on 5,000 short strings; SQLite
 event and metric writes; the usage metrics and the pre-inference gate on a 200-triple subgraph;

@@ -2,7 +2,7 @@
 
 Run from the repo root, for example::
 
-    /work/venv/bin/python benchmarks/bench_evolve.py \\
+    python benchmarks/bench_evolve.py \\
         --kb ../shared/data/pathquestion/3H-kb.txt --questions ../shared/data/pathquestion/PQ-3H.txt \\
         --noise 0.2 --feedback-noise 0.1 --iterations 6 --seeds 3 --sample 500 --json out.json
 

@@ -11,7 +11,7 @@ and sometimes repeated within one):
   increments plus the α parameter), for reference: this runs on the background worker;
 - ``rerank``     the synchronous priority P(t) for 100 candidate ids from the cache.
 
-Run: ``/work/venv/bin/python benchmarks/bench_feedback.py [--runs 2000] [--paths 100] [--hops 3]``
+Run: ``python benchmarks/bench_feedback.py [--runs 2000] [--paths 100] [--hops 3]``
 """
 
 from __future__ import annotations

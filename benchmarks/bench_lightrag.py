@@ -13,8 +13,8 @@ wall times are compared by median, per mode and overall. ``--queries`` counts qu
 
 Run::
 
-    /work/venv/bin/python benchmarks/bench_lightrag.py --queries 500          # full default manager
-    /work/venv/bin/python benchmarks/bench_lightrag.py --queries 500 --bare   # the adapter alone
+    python benchmarks/bench_lightrag.py --queries 500          # full default manager
+    python benchmarks/bench_lightrag.py --queries 500 --bare   # the adapter alone
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ so drift and the noise of a shared machine hit both sides alike. Configurations:
 
 Target (brief): median instrumented / plain ≤ 1.05.
 
-Run: ``/work/venv/bin/python benchmarks/bench_llamaindex.py [--seed 0] [--queries 300]``
+Run: ``python benchmarks/bench_llamaindex.py [--seed 0] [--queries 300]``
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Runs offline in a few seconds: the LightRAG instance is built with the project's
 LLM, hashing embedder, byte tokenizer). With your own deployment, skip ``build_rag`` and pass your
 initialized ``LightRAG`` to ``instrument`` (``triage_lightrag.instrument(rag, ...)`` is the same shortcut).
 
-    /work/venv/bin/python examples/lightrag_quickstart.py
+    python examples/lightrag_quickstart.py
 """
 
 from __future__ import annotations
