@@ -7,7 +7,9 @@ event never changes after it is built.
 
 JSON: ``event.to_dict()`` / ``event.to_json()`` give ``{"event": "<kind>", ...fields}`` with
 nested dataclasses as objects, tuples as lists and ``None`` as null; :func:`from_json` (or
-:func:`from_dict`) rebuilds the identical event.
+:func:`from_dict`) rebuilds the identical event. Each class writes its own dict and JSON text (no
+reflection per event); the text is exactly ``json.dumps(event.to_dict(), ensure_ascii=False,
+allow_nan=False)``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from json.encoder import encode_basestring
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -191,7 +194,25 @@ class Triple:
         return cls(f"{subject}|{predicate}|{object}", subject, predicate, object, **types)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {
+            "id": self.id,
+            "subject": self.subject,
+            "predicate": self.predicate,
+            "object": self.object,
+            "subject_type": self.subject_type,
+            "object_type": self.object_type,
+        }
+
+    def _json(self) -> str:
+        st, ot = self.subject_type, self.object_type
+        return _TRIPLE_JSON % (
+            _str(self.id),
+            _str(self.subject),
+            _str(self.predicate),
+            _str(self.object),
+            "null" if st is None else _str(st),
+            "null" if ot is None else _str(ot),
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Triple:
@@ -227,7 +248,10 @@ class Subgraph:
         return tuple(t.id for t in self.triples)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {"triples": [t.to_dict() for t in self.triples], "nodes": list(self.nodes)}
+
+    def _json(self) -> str:
+        return f'{{"triples": {_triples(self.triples)}, "nodes": {_strs(self.nodes)}}}'
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Subgraph:
@@ -251,7 +275,10 @@ class Path:
         _need_number(self, "score", optional=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {"triple_ids": list(self.triple_ids), "score": self.score}
+
+    def _json(self) -> str:
+        return f'{{"triple_ids": {_strs(self.triple_ids)}, "score": {_number(self.score)}}}'
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Path:
@@ -288,7 +315,20 @@ class ExtractedTriple:
         _need_str(self, "evidence", optional=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        lps = self.token_logprobs
+        return {
+            "triple": self.triple.to_dict(),
+            "token_logprobs": None if lps is None else list(lps),
+            "evidence": self.evidence,
+        }
+
+    def _json(self) -> str:
+        lps = self.token_logprobs
+        return _EXTRACTED_JSON % (
+            self.triple._json(),
+            "null" if lps is None else "[" + ", ".join(map(float.__repr__, lps)) + "]",
+            _nstr(self.evidence),
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExtractedTriple:
@@ -322,7 +362,11 @@ class Chunk:
                 _fail(self, "locator", f"entries must map str to str or int, got {key!r}: {value!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {"id": self.id, "doc_id": self.doc_id, "text": self.text, "locator": dict(self.locator)}
+
+    def _json(self) -> str:
+        locator = ", ".join([_str(k) + ": " + _scalar(v) for k, v in self.locator.items()])
+        return _CHUNK_JSON % (_str(self.id), _str(self.doc_id), _str(self.text), locator)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Chunk:
@@ -357,7 +401,15 @@ class Gold:
         _set(self, "paths", tuple(fixed))
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {
+            "answers": list(self.answers),
+            "paths": [[t.to_dict() for t in path] for path in self.paths],
+            "entities": list(self.entities),
+        }
+
+    def _json(self) -> str:
+        paths = "[" + ", ".join(map(_triples, self.paths)) + "]"
+        return f'{{"answers": {_strs(self.answers)}, "paths": {paths}, "entities": {_strs(self.entities)}}}'
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Gold:
@@ -379,11 +431,15 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"event": kind, ...fields}`` with nested objects as dicts and tuples as lists."""
-        return {"event": self.kind, **_plain(self)}
+        # The classes of this module write their own; this generic walk serves only other subclasses.
+        return {"event": self.kind, **{f.name: _plain(getattr(self, f.name)) for f in fields(self)}}  # type: ignore[arg-type]
 
     def to_json(self) -> str:
-        """One line of JSON (DESIGN §6)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False)
+        """One line of JSON (DESIGN §6): ``json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False)``."""
+        return self._json()
+
+    def _json(self) -> str:
+        return _ENCODER.encode(self.to_dict())
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +463,25 @@ class ExtractionEvent(Event):
         _tuple_of(self, "triples", ExtractedTriple)
         _need_str(self, "model", optional=True)
         _need_number(self, "temperature", optional=True, low=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "framework": self.framework,
+            "run_id": self.run_id,
+            "chunk": self.chunk.to_dict(),
+            "triples": [t.to_dict() for t in self.triples],
+            "model": self.model,
+            "temperature": self.temperature,
+        }
+
+    def _json(self) -> str:
+        triples = "[" + ", ".join([t._json() for t in self.triples]) + "]"
+        return (
+            f'{{"event": "extraction", "framework": {_str(self.framework)}, "run_id": {_str(self.run_id)}, '
+            f'"chunk": {self.chunk._json()}, "triples": {triples}, "model": {_nstr(self.model)}, '
+            f'"temperature": {_number(self.temperature)}}}'
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExtractionEvent:
@@ -451,6 +526,24 @@ class GraphEvent(Event):
                 _fail(self, "aliases", f"alias {key!r} must map to a node id or None, got {value!r}")
         if self.ontology is not None and not isinstance(self.ontology, Ontology):
             _fail(self, "ontology", f"must be an Ontology or None, got {type(self.ontology).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        onto = self.ontology
+        return {
+            "event": self.kind,
+            "framework": self.framework,
+            "graph": self.graph.to_dict(),
+            "aliases": dict(self.aliases),
+            "ontology": None if onto is None else onto.to_dict(),
+        }
+
+    def _json(self) -> str:
+        onto = self.ontology
+        return (
+            f'{{"event": "graph", "framework": {_str(self.framework)}, "graph": {_graph_json(self.graph)}, '
+            f'"aliases": {_grounding(self.aliases)}, '
+            f'"ontology": {"null" if onto is None else _ENCODER.encode(onto.to_dict())}}}'
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GraphEvent:
@@ -531,6 +624,43 @@ class RetrievalEvent(Event):
         if self.gold is not None and not isinstance(self.gold, Gold):
             _fail(self, "gold", f"must be a Gold or None, got {type(self.gold).__name__}")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "framework": self.framework,
+            "query_id": self.query_id,
+            "query": self.query,
+            "mentions": list(self.mentions),
+            "grounding": dict(self.grounding),
+            "subgraph": self.subgraph.to_dict(),
+            "paths": [p.to_dict() for p in self.paths],
+            "chunks": [c.to_dict() for c in self.chunks],
+            "expanded_nodes": self.expanded_nodes,
+            "expanded_nodes_note": self.expanded_nodes_note,
+            "seconds": self.seconds,
+            "retriever": self.retriever,
+            "gold": None if self.gold is None else self.gold.to_dict(),
+        }
+
+    def _json(self) -> str:
+        paths = "[" + ", ".join([p._json() for p in self.paths]) + "]"
+        chunks = "[" + ", ".join([c._json() for c in self.chunks]) + "]"
+        return _RETRIEVAL_JSON % (
+            _str(self.framework),
+            _str(self.query_id),
+            _str(self.query),
+            _strs(self.mentions),
+            _grounding(self.grounding),
+            self.subgraph._json(),
+            paths,
+            chunks,
+            _number(self.expanded_nodes),
+            _nstr(self.expanded_nodes_note),
+            _number(self.seconds),
+            _str(self.retriever),
+            "null" if self.gold is None else self.gold._json(),
+        )
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RetrievalEvent:
         gold = data.get("gold")
@@ -590,6 +720,31 @@ class GenerationEvent(Event):
         if self.context not in GENERATION_CONTEXTS:
             _fail(self, "context", f"must be one of {GENERATION_CONTEXTS}, got {self.context!r}")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "framework": self.framework,
+            "query_id": self.query_id,
+            "answer": self.answer,
+            "answer_mentions": list(self.answer_mentions),
+            "answer_grounding": dict(self.answer_grounding),
+            "prompt_tokens": self.prompt_tokens,
+            "seconds": self.seconds,
+            "context": self.context,
+        }
+
+    def _json(self) -> str:
+        return _GENERATION_JSON % (
+            _str(self.framework),
+            _str(self.query_id),
+            _str(self.answer),
+            _strs(self.answer_mentions),
+            _grounding(self.answer_grounding),
+            _number(self.prompt_tokens),
+            _number(self.seconds),
+            _str(self.context),
+        )
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GenerationEvent:
         return _build(cls, data)
@@ -624,6 +779,22 @@ class FeedbackEvent(Event):
             _fail(self, "raw", f"must be a string, a number or None, got {type(self.raw).__name__}")
         if isinstance(self.raw, float) and not math.isfinite(self.raw):
             _fail(self, "raw", f"must be finite, got {self.raw!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "framework": self.framework,
+            "query_id": self.query_id,
+            "score": self.score,
+            "source": self.source,
+            "raw": self.raw,
+        }
+
+    def _json(self) -> str:
+        return (
+            f'{{"event": "feedback", "framework": {_str(self.framework)}, "query_id": {_str(self.query_id)}, '
+            f'"score": {_number(self.score)}, "source": {_str(self.source)}, "raw": {_scalar(self.raw)}}}'
+        )
 
     @classmethod
     def from_rating(
@@ -674,6 +845,25 @@ class RerankRequest(Event):
         if self.query_id is not None:
             _need_id(self, "query_id")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "framework": self.framework,
+            "query": self.query,
+            "unit": self.unit,
+            "ids": list(self.ids),
+            "relevance": list(self.relevance),
+            "query_id": self.query_id,
+        }
+
+    def _json(self) -> str:
+        relevance = "[" + ", ".join(map(float.__repr__, self.relevance)) + "]"
+        return (
+            f'{{"event": "rerank", "framework": {_str(self.framework)}, "query": {_str(self.query)}, '
+            f'"unit": {_str(self.unit)}, "ids": {_strs(self.ids)}, "relevance": {relevance}, '
+            f'"query_id": {_nstr(self.query_id)}}}'
+        )
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RerankRequest:
         return _build(cls, data)
@@ -703,12 +893,93 @@ class GateDecision(Event):
         _frozen_mapping(self, "metrics")
         _frozen_mapping(self, "suggestion")
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.kind,
+            "action": self.action,
+            "reason": self.reason,
+            "metrics": _plain(self.metrics),  # free-form values: converted as any JSON value
+            "suggestion": _plain(self.suggestion),
+        }
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateDecision:
         return _build(cls, data)
 
 
 # --------------------------------------------------------------------------- JSON
+
+# Each class writes its own JSON text from its fields (no reflection per event). Byte for byte it is
+# ``json.dumps(obj.to_dict(), ensure_ascii=False, allow_nan=False)``: strings go through the same C
+# escaper json uses, numbers through ``int.__repr__`` / ``float.__repr__`` as json's encoder does, and
+# anything free-form through a json encoder with those options (tests/contract/test_encoding.py).
+_str = encode_basestring
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_TRIPLE_JSON = (
+    '{"id": %s, "subject": %s, "predicate": %s, "object": %s, "subject_type": %s, "object_type": %s}'
+)
+_EXTRACTED_JSON = '{"triple": %s, "token_logprobs": %s, "evidence": %s}'
+_CHUNK_JSON = '{"id": %s, "doc_id": %s, "text": %s, "locator": {%s}}'
+_RETRIEVAL_JSON = (
+    '{"event": "retrieval", "framework": %s, "query_id": %s, "query": %s, "mentions": %s, '
+    '"grounding": %s, "subgraph": %s, "paths": %s, "chunks": %s, "expanded_nodes": %s, '
+    '"expanded_nodes_note": %s, "seconds": %s, "retriever": %s, "gold": %s}'
+)
+_GENERATION_JSON = (
+    '{"event": "generation", "framework": %s, "query_id": %s, "answer": %s, "answer_mentions": %s, '
+    '"answer_grounding": %s, "prompt_tokens": %s, "seconds": %s, "context": %s}'
+)
+
+
+def _nstr(value: str | None) -> str:
+    return "null" if value is None else _str(value)
+
+
+def _strs(items: Iterable[str]) -> str:
+    return "[" + ", ".join(map(_str, items)) + "]"
+
+
+def _triples(triples: Iterable[Triple]) -> str:
+    return "[" + ", ".join(map(Triple._json, triples)) + "]"
+
+
+def _number(value: float | None) -> str:
+    """A number validated by ``_need_number`` (an int, or a finite float), or ``None``."""
+    if value is None:
+        return "null"
+    return int.__repr__(value) if isinstance(value, int) else float.__repr__(value)
+
+
+def _scalar(value: Any) -> str:
+    """Any value (a string, a number, ``None`` ...) exactly as json writes it."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return _str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__repr__(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return float.__repr__(value)
+    return _ENCODER.encode(value)  # booleans, and whatever else (or json's own error)
+
+
+def _grounding(mapping: Mapping[str, str | None]) -> str:
+    """A mapping of strings to strings or ``None`` (grounding, aliases)."""
+    return "{" + ", ".join([_str(k) + ": " + _nstr(v) for k, v in mapping.items()]) + "}"
+
+
+def _graph_json(graph: GraphView) -> str:
+    """:meth:`GraphView.to_dict` as JSON text, without building the dicts."""
+    from triage_plugins.contract.graph_view import GraphView
+
+    if type(graph) is not GraphView:
+        return _ENCODER.encode(graph.to_dict())
+    sources = ", ".join([_str(k) + ": " + _strs(v) for k, v in graph.sources.items()])
+    return (
+        f'{{"triples": {_triples(graph.triples)}, "nodes": {_strs(graph.nodes)}, '
+        f'"labels": {_grounding(graph.labels)}, "sources": {{{sources}}}}}'
+    )
+
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
@@ -725,6 +996,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 
 
 def _plain(obj: Any) -> Any:
+    """Any value as plain JSON data (for free-form values such as :attr:`GateDecision.metrics`)."""
     if type(obj).__module__ != __name__ and hasattr(obj, "to_dict") and not isinstance(obj, Mapping):
         return obj.to_dict()  # GraphView, Ontology: they own their JSON form
     if hasattr(obj, "__dataclass_fields__"):

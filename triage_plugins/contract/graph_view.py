@@ -2,15 +2,18 @@
 
 Nodes and triples get dense integer indices; undirected adjacency is stored as numpy CSR arrays
 (``indptr``/``indices`` plus the triple index of each incidence), so degree, neighbourhood and
-connectivity queries never build networkx objects on the hot path. networkx is only used by
-:meth:`GraphView.to_networkx`, for conversions and cross-checks.
+connectivity queries never build networkx objects on the hot path. Connected components use a
+second, one-direction CSR (subject -> object, in scipy's own index type) that scipy takes as is.
+networkx is only used by :meth:`GraphView.to_networkx`, for conversions and cross-checks.
 
 Label normalization (:func:`normalize_label`) is the one used everywhere a surface form is compared
-with a node: casefold, punctuation and underscores to spaces, whitespace collapsed.
+with a node: casefold, punctuation and underscores to spaces, whitespace collapsed. It is memoized
+(the same labels are normalized again and again: by every query's grounding, metrics, evaluators).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import deque
@@ -29,10 +32,15 @@ if TYPE_CHECKING:
 __all__ = ["GraphView", "normalize_label"]
 
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
+LABEL_CACHE_SIZE = 1 << 16  # distinct labels remembered by normalize_label (least recently used go)
 
 
+@functools.lru_cache(maxsize=LABEL_CACHE_SIZE)
 def normalize_label(text: str) -> str:
-    """Casefold, NFKC-normalize, turn punctuation and underscores into spaces, collapse spaces."""
+    """Casefold, NFKC-normalize, turn punctuation and underscores into spaces, collapse spaces.
+
+    Memoized for the last :data:`LABEL_CACHE_SIZE` distinct labels.
+    """
     text = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(_PUNCT.sub(" ", text).split())
 
@@ -92,6 +100,8 @@ class GraphView:
         "indptr",
         "indices",
         "incident",
+        "_out_indptr",
+        "_out_indices",
     )
 
     def __init__(
@@ -155,11 +165,19 @@ class GraphView:
         np.cumsum(counts, out=indptr[1:])
         indices = other[order]
         incident = tid[order]
-        for arr in (indptr, indices, incident):
+        # One direction per triple, subject -> object: the subject incidences (positions < m of
+        # `ends`) keep their subject order in the stable sort. int32 when it fits: scipy's index type.
+        itype = np.int32 if max(n, m) < np.iinfo(np.int32).max else np.int64
+        out_indptr = np.zeros(n + 1, dtype=itype)
+        np.cumsum(np.bincount(self._subj, minlength=n), out=out_indptr[1:])
+        out_indices = self._obj[order[order < m]].astype(itype)
+        for arr in (indptr, indices, incident, out_indptr, out_indices):
             arr.flags.writeable = False
         self.indptr = indptr
         self.indices = indices
         self.incident = incident
+        self._out_indptr = out_indptr
+        self._out_indices = out_indices
 
     # ------------------------------------------------------------------ basic accessors
 
@@ -253,15 +271,19 @@ class GraphView:
         return [self._triples[int(t)] for t in self.incident[self.indptr[k] : self.indptr[k + 1]]]
 
     def component_labels(self) -> np.ndarray:
-        """Connected-component id of every node (undirected), via scipy's CSR routine."""
+        """Connected-component id of every node (undirected), via scipy's CSR routine.
+
+        scipy is handed each triple once (subject -> object) as a float64 CSR with its own index
+        type, so it converts nothing; ``directed=False`` makes it follow both directions.
+        """
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import connected_components
 
         n = len(self._nodes)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        data = np.ones(len(self.indices), dtype=np.int8)
-        mat = csr_matrix((data, self.indices, self.indptr), shape=(n, n))
+        data = np.ones(len(self._out_indices), dtype=np.float64)
+        mat = csr_matrix((data, self._out_indices, self._out_indptr), shape=(n, n), copy=False)
         _, labels = connected_components(mat, directed=False)
         return labels
 

@@ -9,16 +9,15 @@ networkx: degrees come from the CSR ``indptr``, SRR pairs are generated per bloc
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from itertools import combinations
+from operator import attrgetter
 
 import numpy as np
 
 from triage_plugins.contract.errors import ConfigError, OntologyError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
-from triage_plugins.kg.ontology import Ontology
+from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.metrics._views import metrics_view
 from triage_plugins.metrics.extraction import Embedder, unit_embeddings
 from triage_plugins.metrics.result import MetricResult, na, ok
@@ -36,19 +35,134 @@ __all__ = [
 ]
 
 _PAIR_BUDGET = 1 << 25  # vector entries gathered at once when comparing pairs (256 MB at float64)
+_LC_PAIR_BUDGET = 1 << 20  # (entity, type) pairs compared at once by the disjointness check
 _MAX_PREDICATE_MATRIX = 5000  # above this many distinct predicates, skip predicate sub-blocking
 _FLOAT32_ABOVE = 1 << 26  # label-vector entries (512 MB at float64) beyond which float32 is used
 SIMILARITY_TOLERANCE = 1e-9  # a cosine this close below δ counts as δ (rounding must not decide a tie)
+_normalize_all = normalize_label.__wrapped__  # passes over every label of a graph skip the memo (no churn)
 
 
 def _factorize(items: Iterable[str]) -> tuple[np.ndarray, list[str]]:
     """Integer code of each item (first-seen order) and the distinct items."""
-    index: dict[str, int] = {}
-    codes = np.fromiter((index.setdefault(x, len(index)) for x in items), dtype=np.int64)
+    values = items if isinstance(items, list) else list(items)
+    index = {x: i for i, x in enumerate(dict.fromkeys(values))}
+    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
     return codes, list(index)
 
 
 # --------------------------------------------------------------------------- LC (eq. 19)
+
+
+def _type_codes(
+    subject_types: list[str | None], object_types: list[str | None]
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Codes of the asserted types, one code space for both ends (-1 where none is asserted)."""
+    distinct = [x for x in dict.fromkeys(subject_types + object_types) if x]
+    index: dict[str | None, int] = {x: i for i, x in enumerate(distinct)}
+    index[None] = index[""] = -1
+    st = np.fromiter(map(index.__getitem__, subject_types), dtype=np.int64, count=len(subject_types))
+    ot = np.fromiter(map(index.__getitem__, object_types), dtype=np.int64, count=len(object_types))
+    return st, ot, distinct
+
+
+@dataclass(frozen=True, slots=True)
+class _Assertions:
+    """Every (entity, type) the triples assert, as integer arrays.
+
+    ``node``/``type``: the distinct (entity, type) pairs, sorted by entity; ``pair`` maps each
+    assertion (a triple's subject or object type) to its pair and ``triple`` to its triple.
+    """
+
+    types: list[str]
+    node: np.ndarray
+    type: np.ndarray
+    pair: np.ndarray
+    triple: np.ndarray
+
+    @classmethod
+    def of(cls, graph: GraphView) -> _Assertions:
+        triples = graph.triples
+        st, ot, types = _type_codes(
+            list(map(attrgetter("subject_type"), triples)), list(map(attrgetter("object_type"), triples))
+        )
+        s_idx, o_idx = np.flatnonzero(st >= 0), np.flatnonzero(ot >= 0)
+        node = np.concatenate([graph.subject_index[s_idx], graph.object_index[o_idx]])
+        width = max(1, len(types))
+        keys, pair = np.unique(node * width + np.concatenate([st[s_idx], ot[o_idx]]), return_inverse=True)
+        return cls(types, keys // width, keys % width, pair.ravel(), np.concatenate([s_idx, o_idx]))
+
+    def triples_asserting(self, flagged: np.ndarray, m: int) -> np.ndarray:
+        """Per triple (of ``m``): whether it asserts one of the ``flagged`` (entity, type) pairs."""
+        out = np.zeros(m, dtype=bool)
+        out[self.triple[flagged[self.pair]]] = True
+        return out
+
+
+def _disjointness(a: _Assertions, ontology: Ontology, m: int) -> np.ndarray:
+    """Per triple: it types an entity with a class disjoint (through the hierarchy) with another of its types."""
+    flagged = np.zeros(len(a.node), dtype=bool)
+    verdict: dict[int, bool] = {}  # type-pair code -> disjoint?
+    width = max(1, len(a.types))
+    # Every pair of distinct types of one entity: a.node is sorted, so a block is a run of it.
+    partners = np.searchsorted(a.node, a.node, side="right") - np.arange(len(a.node)) - 1
+    for first, second in _pair_chunks(partners, _LC_PAIR_BUDGET):
+        codes, inverse = np.unique(a.type[first] * width + a.type[second], return_inverse=True)
+        for code in codes.tolist():
+            if code not in verdict:
+                verdict[code] = ontology.are_disjoint(a.types[code // width], a.types[code % width])
+        hit = np.array([verdict[c] for c in codes.tolist()], dtype=bool)[inverse.ravel()]
+        flagged[first[hit]] = True
+        flagged[second[hit]] = True
+    return a.triples_asserting(flagged, m)
+
+
+def _domain_range(
+    graph: GraphView,
+    a: _Assertions,
+    ontology: Ontology,
+    specs: list[PredicateSpec | None],
+    p_code: np.ndarray,
+) -> np.ndarray:
+    """Per triple: its typed subject (object) has no type falling under the predicate's domain (range)."""
+    bad = np.zeros(len(graph), dtype=bool)
+    classes = list(dict.fromkeys(c for s in specs if s is not None for c in (s.domain, s.range) if c))
+    if not classes or not len(a.node):
+        return bad
+    typed = np.zeros(len(graph.nodes), dtype=bool)
+    typed[a.node] = True
+    starts = np.flatnonzero(np.r_[True, a.node[1:] != a.node[:-1]])  # first pair of each typed entity
+    ancestors = [set(ontology.ancestors(x)) for x in a.types]
+    code = {c: i for i, c in enumerate(classes)}
+    for base in range(0, len(classes), 64):  # one bit per class: "the entity has a type under it"
+        block = classes[base : base + 64]
+        bits = np.array(
+            [sum(1 << i for i, c in enumerate(block) if c in anc) for anc in ancestors], dtype=np.uint64
+        )
+        node_bits = np.zeros(len(graph.nodes), dtype=np.uint64)
+        node_bits[a.node[starts]] = np.bitwise_or.reduceat(bits[a.type], starts)
+        for attr, ends in (("domain", graph.subject_index), ("range", graph.object_index)):
+            wanted = np.array([code.get(getattr(s, attr), -1) if s else -1 for s in specs], dtype=np.int64)
+            bit = wanted[p_code] - base
+            idx = np.flatnonzero((bit >= 0) & (bit < 64))
+            node = ends[idx]
+            under = (node_bits[node] >> bit[idx].astype(np.uint64)) & np.uint64(1)
+            bad[idx[typed[node] & (under == 0)]] = True
+    return bad
+
+
+def _cardinality(graph: GraphView, specs: list[PredicateSpec | None], p_code: np.ndarray) -> np.ndarray:
+    """Per triple: its subject has more distinct objects for its predicate than the predicate allows."""
+    bad = np.zeros(len(graph), dtype=bool)
+    limits = [-1 if s is None or s.cardinality_limit is None else s.cardinality_limit for s in specs]
+    limit = np.array(limits, dtype=np.int64)[p_code]
+    idx = np.flatnonzero(limit >= 0)
+    if not idx.size:
+        return bad
+    group = _combine(graph.subject_index[idx], p_code[idx])  # (subject, predicate)
+    _, first = np.unique(_combine(group, graph.object_index[idx]), return_index=True)
+    objects = np.bincount(group[first], minlength=int(group.max()) + 1)  # distinct objects per group
+    bad[idx[objects[group] > limit[idx]]] = True
+    return bad
 
 
 def logical_consistency(graph: GraphView, ontology: Ontology | None) -> MetricResult:
@@ -65,56 +179,29 @@ def logical_consistency(graph: GraphView, ontology: Ontology | None) -> MetricRe
       the predicate's declared domain (range); untyped entities contradict nothing.
 
     ``details`` counts the triples caught by each kind of axiom. ``None`` without an ontology or
-    for an empty graph.
+    for an empty graph. Each axiom is checked over integer arrays (the ontology is asked once per
+    distinct type or type pair, never per triple).
     """
     if ontology is None:
         return na("LC", "needs an ontology (schema-dependent §)", n=0)
-    triples = graph.triples
-    if not triples:
+    m = len(graph)
+    if not m:
         return na("LC", "the graph has no triples", n=0)
-    asserted: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for i, t in enumerate(triples):
-        if t.subject_type:
-            asserted[t.subject][t.subject_type].append(i)
-        if t.object_type:
-            asserted[t.object][t.object_type].append(i)
-
-    disjoint: set[int] = set()
-    if ontology.disjoint:
-        for by_type in asserted.values():
-            for a, b in combinations(by_type, 2):
-                if ontology.are_disjoint(a, b):
-                    disjoint.update(by_type[a])
-                    disjoint.update(by_type[b])
-
-    domain_range: set[int] = set()
-    objects: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    for i, t in enumerate(triples):
-        spec = ontology.predicates.get(t.predicate)
-        if spec is None:
-            continue
-        for node, cls in ((t.subject, spec.domain), (t.object, spec.range)):
-            types = asserted.get(node)
-            if cls is not None and types and not any(ontology.is_a(x, cls) for x in types):
-                domain_range.add(i)
-        if spec.cardinality_limit is not None:
-            objects[(t.subject, t.predicate)][t.object].append(i)
-
-    cardinality: set[int] = set()
-    for (_, predicate), by_object in objects.items():
-        if len(by_object) > ontology.predicates[predicate].cardinality_limit:  # type: ignore[operator]
-            for ids in by_object.values():
-                cardinality.update(ids)
-
-    conflicting = disjoint | domain_range | cardinality
+    p_code, p_names = _factorize(list(map(attrgetter("predicate"), graph.triples)))
+    specs = [ontology.predicates.get(name) for name in p_names]
+    asserted = _Assertions.of(graph)
+    disjoint = _disjointness(asserted, ontology, m) if ontology.disjoint else np.zeros(m, dtype=bool)
+    domain_range = _domain_range(graph, asserted, ontology, specs, p_code)
+    cardinality = _cardinality(graph, specs, p_code)
+    conflicting = int(np.count_nonzero(disjoint | domain_range | cardinality))
     return ok(
         "LC",
-        1.0 - len(conflicting) / len(triples),
-        n=len(triples),
-        conflicting=len(conflicting),
-        disjointness=len(disjoint),
-        domain_range=len(domain_range),
-        cardinality=len(cardinality),
+        1.0 - conflicting / m,
+        n=m,
+        conflicting=conflicting,
+        disjointness=int(np.count_nonzero(disjoint)),
+        domain_range=int(np.count_nonzero(domain_range)),
+        cardinality=int(np.count_nonzero(cardinality)),
     )
 
 
@@ -244,7 +331,7 @@ class _SrrInput:
     @classmethod
     def of(cls, graph: GraphView) -> _SrrInput:
         node_labels = [graph.label(x) for x in graph.nodes]
-        node_key, _ = _factorize(normalize_label(x) for x in node_labels)
+        node_key, _ = _factorize(map(_normalize_all, node_labels))
         subj, obj = graph.subject_index, graph.object_index
         s_key = node_key[subj]
         p_code, p_names = _factorize(t.predicate for t in graph.triples)
@@ -408,7 +495,7 @@ def semantic_redundancy_rate(
 
 def _keys(graph: GraphView) -> list[tuple[str, str, str]]:
     """Normalized (s, p, o) label triple of every triple of ``graph``."""
-    node_norm = [normalize_label(graph.label(x)) for x in graph.nodes]
+    node_norm = [_normalize_all(graph.label(x)) for x in graph.nodes]
     pred_norm: dict[str, str] = {}
     subj, obj = graph.subject_index, graph.object_index
     return [

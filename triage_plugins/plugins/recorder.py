@@ -2,6 +2,9 @@
 
 It runs on the manager's background worker, so the store write stays off the host's hot path.
 Block it like any plugin (``TRIAGE_DISABLE_PLUGINS``) to keep traces out of the store.
+
+Each event is written in its own transaction: a hook call does not say where the worker's batch
+ends, and an event buffered past that point could still be unwritten when ``flush()`` returns.
 """
 
 from __future__ import annotations

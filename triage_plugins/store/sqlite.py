@@ -42,6 +42,7 @@ write is one transaction; :meth:`SQLiteStore.transaction` groups several (nested
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -90,6 +91,7 @@ APPLICATION_ID = 0x54524947  # "TRIG": marks a SQLite file as a triage-plugins s
 BUSY_TIMEOUT_SECONDS = 30.0
 MEMORY = ":memory:"
 _PAGE = 500  # rows per page when iterating events; ids per IN (...) query
+_WRITE_CHUNK = 512  # rows encoded, then inserted by one executemany, at a time inside a batch
 
 #: Ordered schema migrations; migration ``i`` (1-based) brings a file to ``user_version = i``.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -188,6 +190,13 @@ def _parse_target(url_or_path: str | os.PathLike[str]) -> Path | None:
             "(query parameters are not supported)"
         )
     return Path(rest[1:]).expanduser()
+
+
+def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
+    """``items`` in lists of at most ``_WRITE_CHUNK``."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, _WRITE_CHUNK)):
+        yield chunk
 
 
 def _has_schema(db: sqlite3.Connection) -> bool:
@@ -679,13 +688,20 @@ class SQLiteStore:
             return int(self._insert_event(db, row, run_id).lastrowid)
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
-        """Store many events in one transaction (all or none); returns how many were written."""
+        """Store many events in one transaction (all or none); returns how many were written.
+
+        Rows are inserted by prepared statements (``executemany``), ``_WRITE_CHUNK`` at a time.
+        """
         now = time.time()
         count = 0
         with self._tx() as db:
-            for event in events:
-                self._insert_event(db, self._event_row(event, run_id, now), run_id)
-                count += 1
+            for chunk in _chunks(events):
+                rows = [self._event_row(event, run_id, now) for event in chunk]
+                blobs = {row[6]: row[7] for row in rows if row[6] is not None}
+                if blobs:
+                    self._insert(db, self._INSERT_BLOB, blobs.items(), run_id, many=True)
+                self._insert(db, self._INSERT_EVENT, [row[:7] for row in rows], run_id, many=True)
+                count += len(rows)
         return count
 
     def _insert_event(self, db: sqlite3.Connection, row: tuple, run_id: str | None) -> sqlite3.Cursor:
@@ -694,11 +710,26 @@ class SQLiteStore:
             self._insert(db, self._INSERT_BLOB, (blob, text), run_id)
         return self._insert(db, self._INSERT_EVENT, (*columns, blob), run_id)
 
-    def _insert(self, db: sqlite3.Connection, sql: str, row: tuple, run_id: str | None) -> sqlite3.Cursor:
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        sql: str,
+        row: Any,
+        run_id: str | set[str | None] | None,
+        *,
+        many: bool = False,
+    ) -> sqlite3.Cursor:
+        """``execute`` (or, ``many``, ``executemany`` over rows) with the store's error messages.
+
+        :param run_id: the run id of the rows (or the set of them), named when it is unknown.
+        """
         try:
-            return db.execute(sql, row)
+            return db.executemany(sql, row) if many else db.execute(sql, row)
         except sqlite3.IntegrityError as exc:
             if "FOREIGN KEY" in str(exc):
+                if isinstance(run_id, set):
+                    known = {r for (r,) in db.execute("SELECT id FROM runs")} if len(run_id) > 1 else set()
+                    run_id = min((r for r in run_id if r is not None and r not in known), default=None)
                 raise StoreError(
                     f"unknown run id {run_id!r}: get run ids from start_run() of this store"
                 ) from None
@@ -802,14 +833,17 @@ class SQLiteStore:
             self._insert(db, self._INSERT_METRIC, values, values[0])
 
     def record_metrics(self, rows: Iterable[MetricRow], *, run_id: str | None = None) -> int:
-        """Store many metric rows in one transaction (all or none); ``run_id`` fills rows without one."""
+        """Store many metric rows in one transaction (all or none); ``run_id`` fills rows without one.
+
+        Rows are inserted by a prepared statement (``executemany``), ``_WRITE_CHUNK`` at a time.
+        """
         now = time.time()
         count = 0
         with self._tx() as db:
-            for row in rows:
-                values = self._metric_row(row, run_id, now)
-                self._insert(db, self._INSERT_METRIC, values, values[0])
-                count += 1
+            for chunk in _chunks(rows):
+                values = [self._metric_row(row, run_id, now) for row in chunk]
+                self._insert(db, self._INSERT_METRIC, values, {v[0] for v in values}, many=True)
+                count += len(values)
         return count
 
     def metrics(

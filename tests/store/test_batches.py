@@ -1,0 +1,87 @@
+"""Batch writes: one transaction per batch, prepared statements over chunks of rows, all or none."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from triage_plugins.contract.errors import StoreError
+from triage_plugins.contract.events import FeedbackEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.store import MetricRow, Store
+from triage_plugins.store.sqlite import _WRITE_CHUNK
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store.open(tmp_path / "b.sqlite")
+    yield s
+    s.close()
+
+
+def _mixed(n: int) -> list:
+    """Feedback, retrieval and (repeating) graph events, over several write chunks."""
+    graphs = [
+        GraphEvent("f", GraphView([Triple.of(f"G{k}", "r", f"H{i}") for i in range(5)])) for k in range(3)
+    ]
+    out = []
+    for i in range(n):
+        if i % 7 == 0:
+            out.append(graphs[i % 3])
+        elif i % 2:
+            out.append(FeedbackEvent("f", f"q{i}", 0.5))
+        else:
+            t = Triple.of(f"E{i}", "r", f"E{i + 1}")
+            out.append(RetrievalEvent("f", f"q{i}", f"query {i}?", subgraph=Subgraph((t,))))
+    return out
+
+
+def test_a_batch_larger_than_a_chunk_is_stored_in_order(store: Store) -> None:
+    events = _mixed(2 * _WRITE_CHUNK + 37)
+    run = store.start_run("batch")
+    assert store.record_events(iter(events), run) == len(events)
+    assert list(store.events(run_id=run)) == events
+    assert store.counts()["blobs"] == 3  # graph snapshots deduplicated across chunks
+
+
+def test_the_stored_text_is_the_events_json(store: Store) -> None:
+    events = _mixed(40)
+    store.record_events(events)
+    path = store.path
+    store.close()
+    with sqlite3.connect(path) as db:
+        rows = db.execute(
+            "SELECT COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob ORDER BY e.id"
+        ).fetchall()
+    assert [r[0] for r in rows] == [e.to_json() for e in events]
+
+
+def test_a_failure_in_a_later_chunk_rolls_back_the_whole_batch(store: Store) -> None:
+    events = _mixed(_WRITE_CHUNK + 10)
+    with pytest.raises(StoreError, match="expects a triage event"):
+        store.record_events([*events, "not an event"])  # type: ignore[list-item]
+    with pytest.raises(StoreError, match="unknown run id 'nope'"):
+        store.record_events(events, "nope")
+    assert store.counts()["events"] == 0
+    assert store.counts()["blobs"] == 0
+
+
+def test_metric_batches_name_the_unknown_run(store: Store) -> None:
+    run = store.start_run("m")
+    rows = [MetricRow("query", f"q{i}", "ERC", i / 1000, run_id=run) for i in range(_WRITE_CHUNK + 5)]
+    assert store.record_metrics(rows) == len(rows)
+    assert [r.value for r in store.metrics(name="ERC")] == [r.value for r in rows]
+    bad = [*rows[:3], MetricRow("query", "q", "ERC", 1.0, run_id="missing-run")]
+    with pytest.raises(StoreError, match="unknown run id 'missing-run'"):
+        store.record_metrics(bad)
+    with pytest.raises(StoreError, match="unknown run id 'other'"):
+        store.record_metrics([MetricRow("query", "q", "ERC", 1.0)], run_id="other")
+    assert len(store.metrics()) == len(rows)
+
+
+def test_empty_batches_write_nothing(store: Store) -> None:
+    assert store.record_events([]) == 0
+    assert store.record_metrics(iter(())) == 0
+    assert store.counts()["events"] == store.counts()["metrics"] == 0
