@@ -200,11 +200,16 @@ class TriageManager:
             self._pm.set_blocked(name)
         if _env_flag("TRIAGE_TRACE_PLUGINS"):
             self._pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
-        if defaults:
-            self._load_defaults()
-        if entry_points:
-            self._load_entry_points()
-        self.check_options()
+        try:
+            if defaults:
+                self._load_defaults()
+            if entry_points:
+                self._load_entry_points()
+            self.check_options()
+        except ConfigError:
+            if self._owns_store and self.store is not None:
+                self.store.close()  # the caller's configuration is refused: leave nothing open
+            raise
         atexit.register(_flush_at_exit, weakref.ref(self))
 
     # ------------------------------------------------------------------ setup
