@@ -260,7 +260,7 @@ class FeedbackLearner:
     @hookimpl
     def triage_seed_scores(self, unit: str, scores: Mapping[str, float]) -> int:
         model = self.model(unit)
-        known = model.scores.scored()
+        known = model.scores.store.get_scores(unit, list(scores))  # only the ids offered, not every score
         seeded = 0
         with self._lock:
             for id_, raw in scores.items():

@@ -15,7 +15,7 @@ from typing import Any
 
 from triage_plugins.contract.events import GATE_ACTIONS, GateDecision
 
-__all__ = ["SUGGESTION_KEYS", "InvalidAnswer", "check_gate", "check_rerank"]
+__all__ = ["SUGGESTION_KEYS", "InvalidAnswer", "check_gate", "check_rerank", "is_finite_real", "is_real"]
 
 #: What a gate suggestion may ask a host to change (DESIGN §3; adapters read these keys).
 SUGGESTION_KEYS: frozenset[str] = frozenset({"widen_top_k", "expand_hops", "top_k", "chunk_top_k", "mode"})
@@ -26,8 +26,18 @@ class InvalidAnswer(ValueError):
     """A synchronous hook answered something the contract does not allow."""
 
 
+def is_real(value: object) -> bool:
+    """A real number: ints, floats and numpy reals; bools (Python's or numpy's) and strings are not."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+
+
+def is_finite_real(value: object) -> bool:
+    """A real number (:func:`is_real`) that is finite."""
+    return is_real(value) and math.isfinite(float(value))  # type: ignore[arg-type]
+
+
 def _real(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or type(value).__name__ == "bool_":
+    if not is_real(value):
         raise InvalidAnswer(f"{where} is {type(value).__name__}, not a real number")
     number = float(value)
     if not math.isfinite(number):

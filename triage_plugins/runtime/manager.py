@@ -27,7 +27,6 @@ import difflib
 import functools
 import importlib
 import logging
-import math
 import os
 import threading
 import time
@@ -36,7 +35,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage_plugins.contract import hookspecs
@@ -52,7 +50,7 @@ from triage_plugins.contract.events import (
     RerankRequest,
     RetrievalEvent,
 )
-from triage_plugins.runtime.answers import InvalidAnswer
+from triage_plugins.runtime.answers import InvalidAnswer, is_finite_real
 from triage_plugins.runtime.dispatch import Dispatcher, event_weight
 from triage_plugins.runtime.isolation import (
     ANSWER_CHECKS,
@@ -319,8 +317,8 @@ class TriageManager:
         declared: dict[str, Any] = {}
         for owner in owners:
             options = getattr(owner, "triage_options", None)
-            if isinstance(options, dict | MappingProxyType) or hasattr(options, "keys"):
-                declared.update(dict(options))  # type: ignore[arg-type]
+            if isinstance(options, Mapping):
+                declared.update(options)
         return declared
 
     def check_options(self) -> None:
@@ -578,11 +576,11 @@ class TriageManager:
             answer = None
         if answer is None and self.store is not None:
             answer = {i: row.raw for i, row in self.store.get_scores(unit, wanted).items()}
-        return {k: float(v) for k, v in (answer or {}).items() if isinstance(k, str) and _finite_number(v)}
+        return {k: float(v) for k, v in (answer or {}).items() if isinstance(k, str) and is_finite_real(v)}
 
     def seed_scores(self, unit: str, scores: Mapping[str, float]) -> int:
         """Seed scores a framework persisted (ids with no learned score yet); returns how many."""
-        clean = {str(k): float(v) for k, v in scores.items() if _finite_number(v)}
+        clean = {str(k): float(v) for k, v in scores.items() if is_finite_real(v)}
         if not clean:
             return 0
         try:
@@ -629,11 +627,6 @@ class TriageManager:
         except Exception as exc:  # noqa: BLE001 - only hook wrappers and their answers can get here
             self._on_plugin_error("<wrapper>", hook_name, exc)
             return None
-
-
-def _finite_number(value: object) -> bool:
-    """A real, finite number (bools and numeric strings are not numbers here)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _unknown_hooks_message(plugin: str, unknown: list[str], known: tuple[str, ...]) -> str:
