@@ -569,11 +569,7 @@ class TriageManager:
         store's scores; with neither, ``{}``. Ids never scored are absent.
         """
         wanted = None if ids is None else tuple(ids)
-        try:
-            answer = self._pm.hook.triage_learned_scores(unit=unit, ids=wanted)
-        except Exception as exc:  # noqa: BLE001
-            self._on_plugin_error("<wrapper>", "triage_learned_scores", exc)
-            answer = None
+        answer = self._ask("triage_learned_scores", unit=unit, ids=wanted)
         if answer is None and self.store is not None:
             answer = {i: row.raw for i, row in self.store.get_scores(unit, wanted).items()}
         return {k: float(v) for k, v in (answer or {}).items() if isinstance(k, str) and is_finite_real(v)}
@@ -583,11 +579,7 @@ class TriageManager:
         clean = {str(k): float(v) for k, v in scores.items() if is_finite_real(v)}
         if not clean:
             return 0
-        try:
-            seeded = self._pm.hook.triage_seed_scores(unit=unit, scores=clean)
-        except Exception as exc:  # noqa: BLE001
-            self._on_plugin_error("<wrapper>", "triage_seed_scores", exc)
-            seeded = None
+        seeded = self._ask("triage_seed_scores", unit=unit, scores=clean)
         if seeded is None and self.store is not None:
             known = self.store.get_scores(unit, list(clean))
             fresh = {k: v for k, v in clean.items() if k not in known}
@@ -616,14 +608,15 @@ class TriageManager:
         return self._ask("triage_rerank", request=request)
 
     def _ask(self, hook_name: str, **kwargs: Any) -> Any:
-        """Call a synchronous hook; its checked answer, or ``None`` when none (valid) came back.
+        """Call a synchronous hook; its answer, or ``None`` when none (valid) came back.
 
-        Each plugin's answer was checked inside its isolation wrapper; a hook wrapper may still change
-        the final one, so it is checked once more.
+        Gate and rerank answers were checked inside each plugin's isolation wrapper; a hook wrapper
+        may still change the final one, so it is checked once more (``ANSWER_CHECKS``).
         """
+        check = ANSWER_CHECKS.get(hook_name)
         try:
             answer = getattr(self._pm.hook, hook_name)(**kwargs)
-            return None if answer is None else ANSWER_CHECKS[hook_name](answer, *kwargs.values())
+            return answer if answer is None or check is None else check(answer, *kwargs.values())
         except Exception as exc:  # noqa: BLE001 - only hook wrappers and their answers can get here
             self._on_plugin_error("<wrapper>", hook_name, exc)
             return None
