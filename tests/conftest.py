@@ -23,3 +23,42 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real KGQA data not found at {SHARED_DATA} (a fresh clone has no ../shared)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def install_plugin(tmp_path: Path):
+    """Install ``plugin`` as a distribution with a ``triage`` entry point, for the test's duration.
+
+    ``uninstall = install_plugin("toy_pkg", "toy-name", plugin_object)``; what is still installed when
+    the test ends is removed then (call ``uninstall()`` first to refresh caches after removal).
+    """
+    import importlib
+    import sys
+    import types
+
+    installed: list[str] = []
+
+    def uninstall() -> None:
+        while installed:
+            del sys.modules[installed.pop()]
+        if str(tmp_path) in sys.path:
+            sys.path.remove(str(tmp_path))
+        importlib.invalidate_caches()
+
+    def install(module_name: str, entry_point: str, plugin: object):
+        dist = tmp_path / f"{module_name}-0.1.dist-info"
+        dist.mkdir()
+        name = module_name.replace("_", "-")
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(f"[triage]\n{entry_point} = {module_name}:plugin\n")
+        module = types.ModuleType(module_name)
+        module.plugin = plugin  # type: ignore[attr-defined]
+        sys.modules[module_name] = module
+        if str(tmp_path) not in sys.path:
+            sys.path.insert(0, str(tmp_path))
+        installed.append(module_name)
+        importlib.invalidate_caches()
+        return uninstall
+
+    yield install
+    uninstall()

@@ -6,11 +6,8 @@ and as an installed ``triage`` entry point, and then appears in ``triage compare
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-import sys
-import types
 
 import pytest
 from typer.testing import CliRunner
@@ -315,23 +312,9 @@ def test_a_broken_plugin_is_reported_and_the_others_run(small_corpus: Corpus) ->
 
 
 @pytest.fixture
-def installed(tmp_path):
+def installed(install_plugin):
     """The toy plugin installed as a distribution with a ``triage`` entry point."""
-    dist = tmp_path / "toy_triage_runner-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-triage-runner\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[triage]\ntoy-runner = toy_triage_runner:plugin\n")
-    module = types.ModuleType("toy_triage_runner")
-    module.plugin = ToyRunners()  # type: ignore[attr-defined]
-    sys.modules["toy_triage_runner"] = module
-    sys.path.insert(0, str(tmp_path))
-    importlib.invalidate_caches()
-    try:
-        yield
-    finally:
-        sys.path.remove(str(tmp_path))
-        del sys.modules["toy_triage_runner"]
-        importlib.invalidate_caches()
+    install_plugin("toy_triage_runner", "toy-runner", ToyRunners())
 
 
 def test_an_installed_plugin_runner_appears_in_triage_compare(installed, tmp_path) -> None:

@@ -9,11 +9,8 @@ metadata in a temporary directory on ``sys.path`` whose entry point names the pl
 
 from __future__ import annotations
 
-import importlib
 import io
 import json
-import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,24 +131,14 @@ def _run(manager: TriageManager, events: list) -> TriageManager:
 
 
 @pytest.fixture
-def installed(tmp_path: Path) -> Iterator[None]:
+def installed(install_plugin) -> Iterator[None]:
     """The toy plugin installed as a distribution with a ``triage`` entry point."""
-    dist = tmp_path / "toy_triage_metrics-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-triage-metrics\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[triage]\ntoy-metrics = toy_triage_metrics:plugin\n")
-    module = types.ModuleType("toy_triage_metrics")
-    module.plugin = ToyMetrics()  # type: ignore[attr-defined]
-    sys.modules["toy_triage_metrics"] = module
-    sys.path.insert(0, str(tmp_path))
-    importlib.invalidate_caches()
+    uninstall = install_plugin("toy_triage_metrics", "toy-metrics", ToyMetrics())
     metric_registry(refresh=True)
     try:
         yield
     finally:
-        sys.path.remove(str(tmp_path))
-        del sys.modules["toy_triage_metrics"]
-        importlib.invalidate_caches()
+        uninstall()
         metric_registry(refresh=True)
 
 
