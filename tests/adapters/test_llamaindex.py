@@ -566,15 +566,17 @@ def test_events_reach_the_store_through_the_default_recorder(index, tmp_path):
 # --------------------------------------------------------------------------- off / failures
 
 
-def test_instrumented_without_reweighting_gives_the_identical_response(index):
+@pytest.mark.parametrize("defaults", [False, True], ids=["recorder-only", "default-plugins"])
+def test_instrumented_without_reweighting_gives_the_identical_response(index, tmp_path, defaults):
     engine = synonym_engine(index, TriagePostprocessor())
     plain = engine.query("Tell me about Nolan")
     recorder = Recorder()
-    inst = instrument(manager=manager_with(recorder))
+    inst = instrument(manager=manager_with(recorder, store=tmp_path / "t.sqlite" if defaults else None))
     try:
         observed = engine.query("Tell me about Nolan")
     finally:
         inst.uninstrument()
+    assert type(observed) is type(plain) and type(observed.response) is type(plain.response)
     assert observed.response == plain.response
     assert [(n.node.get_content(), n.score) for n in observed.source_nodes] == [
         (n.node.get_content(), n.score) for n in plain.source_nodes
