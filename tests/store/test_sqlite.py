@@ -463,6 +463,35 @@ def test_four_processes_lose_no_increment(tmp_path: Path) -> None:
     assert got == expected
 
 
+def _open_at_once(path: str, barrier, errors) -> None:
+    barrier.wait()
+    try:
+        with Store.open(path) as store:
+            store.add_score("triple", "x", 1.0)
+    except Exception as exc:  # reported to the parent, asserted there
+        errors.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    # Regression: a process read the file's marks and its tables apart, saw the tables another
+    # process's first migration had just committed, and refused the store as foreign (about one
+    # round in six failed before the fix).
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    errors = ctx.Queue()
+    for round_ in range(12):
+        path = str(tmp_path / f"new-{round_}.sqlite")
+        barrier = ctx.Barrier(6)
+        procs = [ctx.Process(target=_open_at_once, args=(path, barrier, errors)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        assert [p.exitcode for p in procs] == [0] * 6
+        with Store.open(path) as s:
+            assert s.get_scores("triple")["x"].n_updates == 6
+    assert errors.empty(), errors.get()
+
+
 def _add_in_child(store: Store) -> None:
     store.add_score("triple", "forked", 10.0)
     store.close()

@@ -199,9 +199,18 @@ def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
         yield chunk
 
 
-def _has_schema(db: sqlite3.Connection) -> bool:
-    """Whether the database holds any table, index, view or trigger."""
-    return db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
+def _identity(db: sqlite3.Connection) -> tuple[int, int, bool]:
+    """``(application_id, user_version, holds any schema object)``, read in one statement.
+
+    One statement is one snapshot: read apart, a process opening a new file could see it still
+    unmarked, then see the tables another process's first migration just committed, and refuse the
+    store as foreign.
+    """
+    app_id, version, has_schema = db.execute(
+        "SELECT a.application_id, v.user_version, EXISTS (SELECT 1 FROM sqlite_master) "
+        "FROM pragma_application_id() AS a, pragma_user_version() AS v"
+    ).fetchone()
+    return int(app_id), int(version), bool(has_schema)
 
 
 class _Handle:
@@ -387,8 +396,7 @@ class SQLiteStore:
         """Check the file is ours and not newer, switch to WAL, apply missing migrations."""
         where = self._where()
         try:
-            app_id = int(db.execute("PRAGMA application_id").fetchone()[0])
-            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            app_id, version, has_schema = _identity(db)
         except sqlite3.Error as exc:
             raise self._open_error(exc) from None
         if app_id not in (0, APPLICATION_ID):
@@ -401,7 +409,7 @@ class SQLiteStore:
                 f"{where!r} has store schema version {version}, newer than the {SCHEMA_VERSION} this "
                 "triage-plugins understands; upgrade triage-plugins to open it"
             )
-        if app_id == 0 and _has_schema(db):
+        if app_id == 0 and has_schema:
             raise StoreError(
                 f"{where!r} is a SQLite database but not a triage store (it has tables of its own); "
                 "it is left untouched: pass a triage store or a path that does not exist yet"
