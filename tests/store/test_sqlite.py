@@ -476,7 +476,9 @@ def test_processes_creating_one_new_file_at_once_all_open_it(tmp_path: Path) -> 
     # Regression: a process read the file's marks and its tables apart, saw the tables another
     # process's first migration had just committed, and refused the store as foreign (about one
     # round in six failed before the fix).
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    ctx = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     errors = ctx.Queue()
     for round_ in range(12):
         path = str(tmp_path / f"new-{round_}.sqlite")
