@@ -31,7 +31,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-store_app = typer.Typer(help="Inspect a triage store (SQLite file).", no_args_is_help=True)
+store_app = typer.Typer(
+    help="Inspect and prune a triage store (a SQLite file or a PostgreSQL database).", no_args_is_help=True
+)
 app.add_typer(store_app, name="store")
 
 console = Console()
@@ -101,9 +103,13 @@ def demo_cmd(
     seed: Annotated[
         int, typer.Option(help="Seed of the generated world (everything is deterministic given it).")
     ] = 0,
-    store: Annotated[Path, typer.Option(help="SQLite store for the trace and the learned scores.")] = Path(
-        "triage-demo.sqlite"
-    ),
+    store: Annotated[
+        str,
+        typer.Option(
+            help="Store for the trace and the learned scores: a SQLite path, or a postgresql:// URL "
+            "(with --no-fresh). A file that is not a triage store is refused, never overwritten."
+        ),
+    ] = "triage-demo.sqlite",
     feedback_rounds: Annotated[
         int, typer.Option(help="Gold-feedback rounds of EvoRAG learning (0: none).")
     ] = 3,
@@ -111,7 +117,11 @@ def demo_cmd(
         Path | None, typer.Option("--json", help="Also write everything measured as JSON here.")
     ] = None,
     fresh: Annotated[
-        bool, typer.Option(help="Delete an existing store first (learned scores included).")
+        bool,
+        typer.Option(
+            help="Reset an existing triage store file first (its runs and learned scores); anything "
+            "else at that path is left untouched and the demo stops."
+        ),
     ] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
@@ -123,12 +133,16 @@ def demo_cmd(
     reads the diagnostic chain, then runs EvoRAG feedback rounds and reports accuracy before and after.
     """
     from triage_plugins.apps.demo import run_demo
+    from triage_plugins.apps.store_tools import is_url, reset_sqlite_store
     from triage_plugins.report.demo_view import render_demo
 
-    if fresh:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{store}{suffix}").unlink(missing_ok=True)
     try:
+        if fresh and is_url(store):
+            _fail(f"--fresh resets only a store file, not {store}; pass --no-fresh to add this run to it")
+        if fresh and (n_runs := reset_sqlite_store(Path(store))) is not None:
+            err.print(
+                Text(f"--fresh: reset the triage store {store} ({n_runs} runs)", style="dim"), soft_wrap=True
+            )
         with _progress_bars(not quiet) as progress:
             result = run_demo(seed=seed, store=store, feedback_rounds=feedback_rounds, progress=progress)
     except TriageError as exc:
@@ -310,27 +324,87 @@ def plugins_cmd(
 
 @store_app.command("info")
 def store_info(
-    path: Annotated[str, typer.Argument(help="Store path or sqlite:/// URL.")],
+    path: Annotated[str, typer.Argument(help="Store path, sqlite:/// or postgresql:// URL.")],
+    runs: Annotated[int, typer.Option(help="List at most this many of the latest runs.")] = 10,
 ) -> None:
-    """Show the schema version and the number of rows in each table of a store."""
-    from triage_plugins.store import Store
+    """Show a store's schema version, rows per table and its latest runs with the events each lost.
 
-    if "://" not in path and not Path(path).exists():
-        _fail(f"no store at {path}")
+    The store is opened read-only: nothing is created, migrated or switched (a file on a read-only
+    filesystem works too).
+    """
+    from triage_plugins.apps.store_tools import summarize
+
     try:
-        store = Store.open(path)
+        summary = summarize(path)
     except TriageError as exc:
         _fail(str(exc))
+    table = Table(title=Text(f"store {path} (schema {summary.schema_version})"))
+    table.add_column("table", style="bold")
+    table.add_column("rows", justify="right")
+    for name, n in summary.counts.items():
+        table.add_row(name, str(n))
+    console.print(table)
+    if summary.runs and runs > 0:
+        _print_runs(summary.runs[-runs:], len(summary.runs))
+    dropped, undelivered = summary.lost
+    if dropped or undelivered:
+        err.print(
+            Text(
+                f"warning: {dropped + undelivered} events never reached this store "
+                f"({dropped} dropped with the queue full, {undelivered} still queued at close)",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
+
+
+def _print_runs(runs: list, total: int) -> None:
+    import datetime as dt
+
+    def when(ts: float | None) -> str:
+        if ts is None:
+            return "(running or killed)"
+        return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+    table = Table(title=f"runs (latest {len(runs)} of {total}, UTC)")
+    for col in ("id", "kind", "started", "ended", "dropped", "undelivered"):
+        table.add_column(col, justify="right" if col in {"dropped", "undelivered"} else "left")
+    for r in runs:
+        table.add_row(
+            Text(r.id), Text(r.kind), when(r.started_at), when(r.ended_at), str(r.dropped), str(r.undelivered)
+        )
+    console.print(table)
+
+
+@store_app.command("prune")
+def store_prune(
+    path: Annotated[str, typer.Argument(help="Store path, sqlite:/// or postgresql:// URL.")],
+    older_than: Annotated[
+        str | None, typer.Option(help="Delete runs that started longer ago than this: 90s, 30m, 12h, 7d, 2w.")
+    ] = None,
+    keep_runs: Annotated[int | None, typer.Option(help="Keep only this many most recent runs.")] = None,
+) -> None:
+    """Delete old runs with their events and metric rows; learned scores and parameters are kept.
+
+    Needs --older-than or --keep-runs (both: a run goes when either says so). A file that is not a
+    triage store is refused untouched.
+    """
+    from triage_plugins.apps.store_tools import parse_age, prune
+
+    if older_than is None and keep_runs is None:
+        _fail("say what to delete: --older-than AGE and/or --keep-runs N (nothing is pruned by default)")
     try:
-        counts = store.counts()
-        table = Table(title=f"store {path}")
-        table.add_column("table", style="bold")
-        table.add_column("rows", justify="right")
-        for name, n in counts.items():
-            table.add_row(name, str(n))
-        console.print(table)
-    finally:
-        store.close()
+        age = parse_age(older_than) if older_than is not None else None
+        deleted = prune(path, older_than=age, keep_runs=keep_runs)
+    except TriageError as exc:
+        _fail(str(exc))
+    console.print(
+        Text(
+            f"pruned {path}: {deleted.get('runs', 0)} runs, {deleted.get('events', 0)} events, "
+            f"{deleted.get('metrics', 0)} metric rows, {deleted.get('blobs', 0)} graph snapshots"
+        ),
+        soft_wrap=True,
+    )
 
 
 def _load_reference(path: str):
@@ -380,7 +454,7 @@ def score_cmd(
 def _rows_from_store(path: str) -> list[dict]:
     from triage_plugins.store import Store
 
-    with Store.open(path) as store:
+    with Store.open(path, readonly=True) as store:
         rows: dict[tuple, dict] = {}
         for m in store.metrics(scope="query"):
             key = (m.framework, m.retriever, m.scope_id)
@@ -448,7 +522,7 @@ def calibrate_cmd(
     from triage_plugins.apps.score import calibrate_rows, render_calibration, report_json
 
     try:
-        if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith("sqlite:"):
+        if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith(("sqlite:", "postgres")):
             rows = _rows_from_store(source)
         else:
             path = Path(source)
@@ -542,7 +616,12 @@ def compare_cmd(
 
 @app.command("report")
 def report_cmd(
-    store: Annotated[str, typer.Argument(help="Store path or sqlite:/// URL of a deployment.")],
+    store: Annotated[
+        str,
+        typer.Argument(
+            help="Store of a deployment: a path, sqlite:/// or postgresql:// URL (opened read-only)."
+        ),
+    ],
     html_out: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")
     ] = None,
@@ -563,13 +642,59 @@ def report_cmd(
     if "://" not in store and not Path(store).exists():
         _fail(f"no store at {store}")
     try:
-        with Store.open(store) as opened:
+        with Store.open(store, readonly=True) as opened:
             report = build_store_report(opened, since=parse_since(since), window=window, statistic=statistic)
     except TriageError as exc:
         _fail(str(exc))
     render_store_report(report, console)
     if html_out is not None:
         _save(html_out, store_html(report), "HTML report")
+
+
+feedback_app = typer.Typer(help="Feedback given in other tools, turned into learning.", no_args_is_help=True)
+app.add_typer(feedback_app, name="feedback")
+
+
+@feedback_app.command("pull")
+def feedback_pull_cmd(
+    store: Annotated[str, typer.Option(help="The store the answering process recorded to (TRIAGE_STORE).")],
+    endpoint: Annotated[
+        str, typer.Option(help="The Phoenix server.", envvar="PHOENIX_COLLECTOR_ENDPOINT")
+    ] = "http://127.0.0.1:6006",
+    project: Annotated[str, typer.Option(help="The Phoenix project the spans went to.")] = "default",
+    unit: Annotated[str, typer.Option(help="What the learner scores: triple or chunk.")] = "triple",
+    name: Annotated[
+        list[str] | None, typer.Option(help="Only annotations with this name (repeatable).")
+    ] = None,
+) -> None:
+    """Read span annotations (human or LLM) from Phoenix and learn from them, each one once."""
+    from triage_plugins.apps.feedback_pull import pull_into_store
+
+    if "://" not in store and not Path(store).exists():
+        _fail(f"no store at {store}")
+    try:
+        result, changed = pull_into_store(store, endpoint=endpoint, project=project, unit=unit, names=name)
+    except TriageError as exc:
+        _fail(str(exc))
+    console.print(
+        f"{len(result.applied)} annotation(s) applied, {result.already} already applied, "
+        f"{len(result.skipped)} skipped; {result.spans} span(s) read"
+    )
+    for pulled in result.applied:
+        e = pulled.event
+        console.print(
+            f"  {e.framework}/{e.query_id}: {pulled.name} = {e.raw!r} -> score {e.score:.2f} ({e.source})"
+        )
+    for note_id, why in result.skipped:
+        err.print(Text(f"  skipped {note_id}: {why}", style="yellow"), soft_wrap=True)
+    if changed:
+        table = Table(title=f"learned {unit} scores changed")
+        table.add_column(unit, style="bold")
+        table.add_column("before", justify="right")
+        table.add_column("after", justify="right")
+        for key, (old, new) in sorted(changed.items(), key=lambda kv: -abs(kv[1][1] - (kv[1][0] or 100.0))):
+            table.add_row(key, "-" if old is None else f"{old:.2f}", f"{new:.2f}")
+        console.print(table)
 
 
 def main() -> None:

@@ -163,6 +163,10 @@ class StoreReport:
     scores: list[ScoreUnitReport]
     notes: list[str] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
+    #: Events the runs lost, summed over runs: queue full (``dropped``), still queued at close
+    #: (``undelivered``). Metrics computed from the store miss these.
+    dropped: int = 0
+    undelivered: int = 0
 
 
 # --------------------------------------------------------------------------- helpers
@@ -433,16 +437,29 @@ def build_store_report(
             continue
         graph.setdefault(row.scope_id, {})[row.name] = _result(row)
 
+    runs = store.runs()
+    dropped = sum(r.dropped for r in runs)
+    undelivered = sum(r.undelivered for r in runs)
+    if dropped or undelivered:
+        lossy = sum(1 for r in runs if r.dropped or r.undelivered)
+        notes.insert(
+            0,
+            f"{dropped + undelivered} events never reached this store ({dropped} dropped with the queue "
+            f"full, {undelivered} still queued at close, in {lossy} of {len(runs)} runs): "
+            "the metrics above miss them",
+        )
     return StoreReport(
         store=str(getattr(store, "url", store)),
         generated_at=time.time(),
         since=since,
         window=window,
         counts=store.counts(),
-        runs=len(store.runs()),
+        runs=len(runs),
         groups=groups,
         graph=graph,
         scores=_score_units(store, since, top_scores),
         notes=notes,
         thresholds={m: theta[m] for m in CHAIN_METRICS},
+        dropped=dropped,
+        undelivered=undelivered,
     )

@@ -230,6 +230,8 @@ def store_html(report: StoreReport) -> str:
         )
     since = f" · since {_when(report.since)}" if report.since is not None else ""
     subtitle = f"Store: {report.store}{since} · window W = {report.window} · {_when(report.generated_at)} UTC"
+    if report.dropped or report.undelivered:
+        subtitle += f" · {report.dropped + report.undelivered} events lost (see Notes)"
     nav = [("overview", "Overview"), ("graph", "Graph")]
     nav += [(f"group-{i}", g.label) for i, g in enumerate(report.groups)]
     nav.append(("scores", "Scores"))

@@ -198,6 +198,12 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
     from triage_plugins.diagnosis.chain import render_trace
 
     console.print(Text.assemble(("triage report", "bold"), f" — {report.store}, window W = {report.window}"))
+    if report.dropped or report.undelivered:
+        lost = report.dropped + report.undelivered
+        console.print(
+            Text(f"warning: {lost} events never reached this store (see the note at the end)", style="yellow"),
+            soft_wrap=True,
+        )
     overview = Table(title="Overview (chain metrics: median per query)", title_justify="left")
     overview.add_column("framework / retriever", no_wrap=True)
     overview.add_column("queries", justify="right")

@@ -1,0 +1,117 @@
+"""What the ``triage store`` commands and ``demo --fresh`` do to a store, as library calls.
+
+Nothing here deletes or changes a file that is not a triage store: a path is first opened read-only,
+which refuses a foreign file untouched (:class:`~triage_plugins.contract.errors.StoreError`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from triage_plugins.contract.errors import StoreError, TriageError
+from triage_plugins.store import RunRow, open_store
+from triage_plugins.store.sqlite import APPLICATION_ID
+
+#: Units ``parse_age`` accepts, in seconds.
+_AGE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+
+
+def is_url(target: str) -> bool:
+    """Whether ``target`` is a store URL (``scheme://…``) rather than a file path."""
+    return "://" in target
+
+
+def parse_age(text: str) -> float:
+    """``"30m"``, ``"12h"``, ``"7d"``, ``"2w"`` or ``"90s"`` as seconds.
+
+    :raises TriageError: anything else (a bare number is refused: its unit would be a guess).
+    """
+    match = _AGE.match(text)
+    if match is None:
+        raise TriageError(f"not an age: {text!r}; use a number and a unit, e.g. 90s, 30m, 12h, 7d, 2w")
+    return float(match.group(1)) * _AGE_UNITS[match.group(2).lower()]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    """What ``triage store info`` shows: schema, row counts, runs and the events each lost."""
+
+    where: str
+    schema_version: int
+    counts: dict[str, int]
+    runs: list[RunRow]
+
+    @property
+    def lost(self) -> tuple[int, int]:
+        """Events lost over all runs: ``(dropped, undelivered)``."""
+        return sum(r.dropped for r in self.runs), sum(r.undelivered for r in self.runs)
+
+
+def summarize(target: str) -> StoreSummary:
+    """Open ``target`` read-only and summarise it (nothing is created, switched or migrated)."""
+    _require_existing(target)
+    with open_store(target, readonly=True) as store:
+        return StoreSummary(target, store.schema_version, store.counts(), store.runs())
+
+
+def prune(target: str, *, older_than: float | None, keep_runs: int | None) -> dict[str, int]:
+    """Delete old runs (events, metric rows) of an existing store; learned scores stay."""
+    _require_existing(target)
+    with open_store(target, readonly=True):
+        pass  # refuses a foreign or newer file before anything opens it for writing
+    with open_store(target) as store:
+        return store.prune(older_than=older_than, keep_runs=keep_runs)
+
+
+def reset_sqlite_store(path: Path) -> int | None:
+    """Delete a triage store file (and its WAL files) so a run starts afresh.
+
+    Whether the file is a triage store is read from its SQLite header (the application id), without
+    opening it, so an older triage store is recognised too and a foreign file is never touched.
+
+    :return: how many runs the deleted store held (``0`` for an empty file, which is left in place
+        for SQLite to fill), or ``None`` when there was nothing at ``path``.
+    :raises StoreError: ``path`` is not a triage store (a text file, another application's
+        database, a folder): it is left as it is.
+    """
+    if not path.exists():
+        return None
+    if path.is_dir() or not path.is_file():
+        raise StoreError(f"{str(path)!r} is not a file, so not a triage store; it is left untouched")
+    if path.stat().st_size == 0:
+        return 0
+    if not is_triage_sqlite_file(path):
+        raise StoreError(
+            f"{str(path)!r} is not a triage store; it is left untouched: pass a triage store or a path "
+            "that does not exist yet"
+        )
+    try:
+        with open_store(path, readonly=True) as store:
+            n_runs = len(store.runs())
+    except StoreError:
+        n_runs = 0  # a triage store of an older schema: still ours to reset
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return n_runs
+
+
+def is_triage_sqlite_file(path: Path) -> bool:
+    """Whether ``path`` is a SQLite file carrying triage-plugins' application id (header bytes 68–71)."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+    except OSError:
+        return False
+    return (
+        len(header) == 100
+        and header.startswith(b"SQLite format 3\x00")
+        and int.from_bytes(header[68:72], "big") == APPLICATION_ID
+    )
+
+
+def _require_existing(target: str) -> None:
+    if not is_url(target) and target != ":memory:" and not Path(target).exists():
+        raise StoreError(f"no store at {target}")
