@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,8 +33,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from rich.table import Table
+from rich.text import Text
 
-from triage_plugins.contract.errors import ConfigError, EventError
+from triage_plugins.contract.errors import ConfigError, EventError, TriageError
 from triage_plugins.contract.events import (
     Event,
     ExtractionEvent,
@@ -185,6 +188,12 @@ class ScoreReport:
     counts: dict[str, int]
     notes: list[str] = field(default_factory=list)
     registry: MetricRegistry = field(default=BUILTIN_METRICS, repr=False)
+    #: Queries scored in all; ``queries`` may hold only the first of them (a streamed file).
+    n_queries: int | None = None
+
+    @property
+    def total_queries(self) -> int:
+        return len(self.queries) if self.n_queries is None else self.n_queries
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per query (for :func:`calibrate_rows` and CSV export)."""
@@ -208,17 +217,40 @@ class ScoreReport:
 # --------------------------------------------------------------------------- reading
 
 
+def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a JSON-lines file's non-blank lines.
+
+    :raises TriageError: the file cannot be read (missing, a folder, no permission, not UTF-8 text:
+        the message names the line).
+    """
+    try:
+        with open(path, "rb") as fh:
+            for number, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise TriageError(f"{path}, line {number}: not UTF-8 text ({exc.reason})") from None
+                if line.strip():
+                    yield number, line
+    except IsADirectoryError:
+        raise TriageError(f"{path} is a folder, not a JSON-lines file of events") from None
+    except OSError as exc:
+        raise TriageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def read_events(path: str | Path) -> Iterator[Event]:
     """Events of a JSON-lines file, one per non-blank line; a bad line raises :class:`EventError`
-    naming the file and line number."""
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield from_json(line)
-            except EventError as exc:
-                raise EventError(exc.where, exc.field, f"{exc.why} ({path}, line {number})") from None
+    naming the file and line number (an unreadable file, :class:`TriageError`)."""
+    for number, line in read_lines(path):
+        yield parse_line(line, path, number)
+
+
+def parse_line(line: str, path: str | Path, number: int) -> Event:
+    """One line as an event; :class:`EventError` names the file and line when it is not one."""
+    try:
+        return from_json(line)
+    except EventError as exc:
+        raise EventError(exc.where, exc.field, f"{exc.why} ({path}, line {number})") from None
 
 
 # --------------------------------------------------------------------------- scoring
@@ -377,58 +409,127 @@ def _read_trace(events: Iterable[Event]) -> _Trace:
     return trace
 
 
-def _default_grounder(trace: _Trace) -> Any:
-    """The default grounder over the trace's graph, to derive missing mentions (``None`` without one)."""
+def _default_grounder(trace: _Trace, has_queries: bool | None = None) -> Any:
+    """The default grounder over the trace's graph, to derive missing mentions (``None`` without one).
+
+    :param has_queries: whether the trace has retrievals (default: ``trace.retrievals`` is not empty).
+    """
     graph = trace.graph
-    if graph is not None and trace.retrievals:
+    has_queries = bool(trace.retrievals) if has_queries is None else has_queries
+    if graph is not None and has_queries:
         try:
             from triage_plugins.kg.grounding import Grounder
 
             return Grounder(graph, dict(trace.aliases))
         except ImportError as exc:  # pragma: no cover - ships with the core
             trace.notes.append(f"no default grounder ({exc}): missing mentions stay N/A")
-    elif trace.retrievals:
+    elif has_queries:
         trace.notes.append("no graph event: mentions and groundings missing from events cannot be derived")
     return None
 
 
-def _score_queries(
-    trace: _Trace, grounder: Any, thresholds: Mapping[str, float] | None, registry: MetricRegistry
-) -> tuple[list[QueryScore], MetricResult | None]:
-    """Each retrieval's usage metrics and chain diagnosis, and HHR over the queries."""
-    queries: list[QueryScore] = []
+def _score_one(
+    retrieval: RetrievalEvent,
+    answer: GenerationEvent | None,
+    closed: GenerationEvent | None,
+    *,
+    graph: GraphView | None,
+    grounder: Any,
+    thresholds: Mapping[str, float] | None,
+    registry: MetricRegistry,
+) -> tuple[QueryScore, float | None, float | None]:
+    """One query's usage metrics and chain diagnosis, with its (Hits@Any, Hits@Hard) for HHR."""
+    metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed, metrics=registry)
+    diagnosis: Diagnosis | None = diagnose(metrics, thresholds)
+    undetermined = None
+    if not diagnosis.defined:  # type: ignore[union-attr]
+        undetermined = metrics["QGR"].reason or "no chain link could be evaluated"
+        diagnosis = None
+    score = QueryScore(
+        retrieval.query_id,
+        retrieval.framework,
+        retrieval.retriever,
+        retrieval.query,
+        metrics,
+        diagnosis,
+        undetermined,
+        answer is not None,
+    )
+    a, h = _hard_hits(retrieval, answer, metrics, graph, grounder)
+    return score, a, h
+
+
+QueryParts = tuple[RetrievalEvent, "GenerationEvent | None", "GenerationEvent | None"]
+
+
+@dataclass(slots=True)
+class _UsageSummary:
+    """What the per-query pass leaves behind: aggregates, RHD, signature counts, query count."""
+
+    aggregate: dict[str, MetricResult]
+    rhd: dict[int | float, float]
+    signatures: dict[str, int]
+    n_queries: int
+
+
+def _summarize_queries(
+    parts: Iterable[QueryParts],
+    *,
+    graph: GraphView | None,
+    grounder: Any,
+    thresholds: Mapping[str, float] | None,
+    registry: MetricRegistry,
+    sink: Any,
+) -> _UsageSummary:
+    """Score each query once, hand it to ``sink`` and keep only what the aggregates need.
+
+    Memory grows with the number of queries by a few numbers each (one value per metric for the
+    means, RHD and the hit labels), not by the events or the per-query reports.
+    """
+    rhd_values: list[MetricResult] = []
+    signatures: Counter[str] = Counter()
     hits_any: list[float | None] = []
     hits_hard: list[float | None] = []
-    for key, retrieval in trace.retrievals.items():
-        answer = trace.answers.get(key)
-        metrics = usage_metrics(
-            retrieval, answer, grounder=grounder, closed_book=trace.closed.get(key), metrics=registry
-        )
-        diagnosis: Diagnosis | None = diagnose(metrics, thresholds)
-        undetermined = None
-        if not diagnosis.defined:  # type: ignore[union-attr]
-            undetermined = metrics["QGR"].reason or "no chain link could be evaluated"
-            diagnosis = None
-        queries.append(
-            QueryScore(
-                retrieval.query_id,
-                retrieval.framework,
-                retrieval.retriever,
-                retrieval.query,
-                metrics,
-                diagnosis,
-                undetermined,
-                answer is not None,
-            )
-        )
-        a, h = _hard_hits(retrieval, answer, metrics, trace.graph, grounder)
-        hits_any.append(a)
-        hits_hard.append(h)
-    if not queries:
-        return queries, None
-    if trace.graph is None and any(q.metrics["Hits@1"].value is not None for q in queries):
-        return queries, na("HHR", "needs the graph (a graph event) to tell hard gold answers")
-    return queries, hard_hits_rate(hits_any, hits_hard)
+    hits_defined = False
+    n = 0
+
+    def metric_rows() -> Iterator[Mapping[str, MetricResult]]:
+        nonlocal hits_defined, n
+        for retrieval, answer, closed in parts:
+            score, a, h = _score_one(
+                retrieval, answer, closed, graph=graph, grounder=grounder, thresholds=thresholds,
+                registry=registry,
+            )  # fmt: skip
+            n += 1
+            rhd_values.append(score.metrics["RHD"])
+            signatures[score.signature or "undetermined"] += 1
+            hits_any.append(a)
+            hits_hard.append(h)
+            hits_defined = hits_defined or score.metrics["Hits@1"].value is not None
+            sink(score)
+            yield score.metrics
+
+    aggregate = aggregate_usage(metric_rows())
+    if n:
+        if graph is None and hits_defined:
+            aggregate["HHR"] = na("HHR", "needs the graph (a graph event) to tell hard gold answers")
+        else:
+            aggregate["HHR"] = hard_hits_rate(hits_any, hits_hard)
+    ordered = {s: signatures[s] for s in SIGNATURES if signatures[s]}
+    if signatures["undetermined"]:
+        ordered["undetermined"] = signatures["undetermined"]
+    return _UsageSummary(aggregate, rhd_distribution(rhd_values), ordered, n)
+
+
+def _phases(
+    trace: _Trace, ontology: Ontology | None, reference: GraphView | None, registry: MetricRegistry
+) -> dict[str, PhaseReport]:
+    if ontology is None and trace.graph_event is not None:
+        ontology = trace.graph_event.ontology
+    return {
+        "implementation": _implementation(trace.extractions, ontology, trace.graph, trace.aliases, registry),
+        "validation": _validation(trace.graph, ontology, reference, registry),
+    }
 
 
 def score_events(
@@ -439,7 +540,7 @@ def score_events(
     thresholds: Mapping[str, float] | None = None,
     metrics: MetricRegistry | None = None,
 ) -> ScoreReport:
-    """Score a trace of events from any pipeline (DESIGN §6).
+    """Score a trace of events from any pipeline (DESIGN §6), held in memory.
 
     :param events: events in any order; the last graph event is the graph scored and grounded against.
     :param ontology: the schema for SC/CVR/LC/OC; defaults to the graph event's ontology.
@@ -447,43 +548,40 @@ def score_events(
     :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
     :param metrics: the metrics to compute (default :func:`~triage_plugins.metrics.registry.metric_registry`:
         the built-ins and the metrics of the ``triage`` entry-point plugins).
+
+    For a trace file of any length, :func:`triage_plugins.apps.score_file.score_file` scores it in
+    two streaming passes with the same result.
     """
     registry = metric_registry() if metrics is None else metrics
     trace = _read_trace(events)
-    graph = trace.graph
-    if ontology is None and trace.graph_event is not None:
-        ontology = trace.graph_event.ontology
-    phases = {
-        "implementation": _implementation(trace.extractions, ontology, graph, trace.aliases, registry),
-        "validation": _validation(graph, ontology, reference, registry),
-    }
+    phases = _phases(trace, ontology, reference, registry)
     grounder = _default_grounder(trace)
-    queries, hhr = _score_queries(trace, grounder, thresholds, registry)
+    queries: list[QueryScore] = []
+    parts = ((r, trace.answers.get(k), trace.closed.get(k)) for k, r in trace.retrievals.items())
+    summary = _summarize_queries(
+        parts, graph=trace.graph, grounder=grounder, thresholds=thresholds, registry=registry,
+        sink=queries.append,
+    )  # fmt: skip
     orphans = [k for k in (*trace.answers, *trace.closed) if k not in trace.retrievals]
     if orphans:
         trace.notes.append(f"{len(orphans)} generation event(s) without a retrieval event were not scored")
-
-    aggregate = aggregate_usage(q.metrics for q in queries)
-    if hhr is not None:
-        aggregate["HHR"] = hhr
-    rhd = rhd_distribution(q.metrics["RHD"] for q in queries)
-    signatures = Counter(q.signature for q in queries if q.signature is not None)
-    undetermined = sum(1 for q in queries if q.signature is None)
-    ordered = {s: signatures[s] for s in SIGNATURES if signatures[s]}
-    if undetermined:
-        ordered["undetermined"] = undetermined
-    return ScoreReport(phases, queries, aggregate, rhd, ordered, dict(trace.counts), trace.notes, registry)
+    return ScoreReport(
+        phases, queries, summary.aggregate, summary.rhd, summary.signatures, dict(trace.counts),
+        trace.notes, registry,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- rendering
 
 
-def _cell(result: MetricResult | None, digits: int = 3) -> str:
+def _cell(result: MetricResult | None, digits: int = 3) -> Text:
     if result is None:
-        return "[dim]–[/dim]"
+        return Text("–", style="dim")
     if result.value is None:
-        return f"[yellow]N/A[/yellow] [dim]({result.reason})[/dim]"
-    return f"{result.value:.{digits}f}"
+        return Text.assemble(
+            ("N/A", "yellow"), " ", Text.assemble("(", plain(result.reason), ")", style="dim")
+        )
+    return Text(f"{result.value:.{digits}f}")
 
 
 def _short(result: MetricResult | None) -> str:
@@ -500,77 +598,104 @@ def _usage_order(report: ScoreReport) -> list[str]:
     return [*known, *(n for n in report.aggregate if n not in report.registry)]
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def plain(value: object) -> Text:
+    """``value`` as terminal text: never read as rich markup, control characters shown escaped.
+
+    Event strings come from other pipelines: ``[link=…]`` must not become a hidden hyperlink, an ESC
+    sequence must not clear the screen, a bidi override must not reorder what is shown.
+    """
+    text = str(value)
+    if _UNPRINTABLE.search(text):
+        text = _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return Text(text)
+
+
 def render_score_report(report: ScoreReport, console: Console, *, max_queries: int = 50) -> None:
     """Print ``report`` as rich tables: phases, usage aggregates, RHD, signatures, per-query chain."""
-    from rich.table import Table
-
     counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts.items())) or "no events"
-    console.print(f"[bold]TRIAGE score[/bold] — {counts}")
+    console.print(Text.assemble(("TRIAGE score", "bold"), " — ", plain(counts)))
     for phase in report.phases.values():
         title = f"KG {phase.name.capitalize()} (TRIAGE §{'4.1' if phase.name == 'implementation' else '4.2'})"
         if phase.skipped:
-            console.print(f"[bold]{title}[/bold]: [yellow]skipped[/yellow] — {phase.skipped}")
+            console.print(
+                Text.assemble((title, "bold"), ": ", ("skipped", "yellow"), " — ", plain(phase.skipped))
+            )
             continue
         table = Table(title=title, title_justify="left")
         table.add_column("metric")
         table.add_column("value")
         table.add_column("n", justify="right")
         for name, result in phase.metrics.items():
-            table.add_row(name, _cell(result), "" if result.n is None else str(result.n))
+            table.add_row(plain(name), _cell(result), "" if result.n is None else str(result.n))
         console.print(table)
-
     if not report.queries:
-        console.print("[bold]KG Usage (TRIAGE §4.3)[/bold]: [yellow]skipped[/yellow] — no retrieval events")
+        console.print(
+            Text.assemble(
+                ("KG Usage (TRIAGE §4.3)", "bold"), ": ", ("skipped", "yellow"), " — no retrieval events"
+            )
+        )
     else:
-        table = Table(title=f"KG Usage (TRIAGE §4.3), {len(report.queries)} queries", title_justify="left")
-        table.add_column("metric")
-        table.add_column("mean / rate")
-        table.add_column("queries", justify="right")
-        table.add_column("N/A", justify="right")
-        for name in _usage_order(report):
-            result = report.aggregate.get(name)
-            if result is None:
-                continue
-            table.add_row(
-                name,
-                _cell(result),
-                "" if result.n is None else str(result.n),
-                str(result.details.get("na_queries", "")),
-            )
-        console.print(table)
-        rhd = "  ".join(f"ℓ={'∞' if k == math.inf else int(k)}: {v:.0%}" for k, v in report.rhd.items())
-        console.print(f"[bold]RHD[/bold] (eq. 33): {rhd or 'N/A (no query evaluable)'}")
-
-        sig = Table(title="Chain signatures (TRIAGE §4.5)", title_justify="left")
-        sig.add_column("signature")
-        sig.add_column("queries", justify="right")
-        sig.add_column("stage")
-        sig.add_column("first lever")
-        for name, n in report.signatures.items():
-            remedy = REMEDIATION.get(name)
-            stage = (remedy.stage or "") if remedy else ""
-            lever = remedy.levers[0] if remedy and remedy.levers else ""
-            sig.add_row(name, str(n), stage, lever)
-        console.print(sig)
-
-        per = Table(title="Per query", title_justify="left")
-        for col in ("query", "retriever", *CHAIN_COLUMNS, "RHD", "signature"):
-            per.add_column(col)
-        for q in report.queries[:max_queries]:
-            per.add_row(
-                q.query_id,
-                q.retriever,
-                *(_short(q.metrics.get(c)) for c in CHAIN_COLUMNS),
-                _short(q.metrics.get("RHD")),
-                q.signature or f"[yellow]undetermined[/yellow] [dim]({q.undetermined})[/dim]",
-            )
-        console.print(per)
-        if len(report.queries) > max_queries:
-            console.print(
-                f"[dim]… {len(report.queries) - max_queries} more queries (use --json for all)[/dim]"
-            )
+        _render_usage(report, console, max_queries)
     for note in report.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+        console.print(Text.assemble("note: ", plain(note), style="dim"))
+
+
+def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> None:
+    table = Table(title=f"KG Usage (TRIAGE §4.3), {report.total_queries} queries", title_justify="left")
+    table.add_column("metric")
+    table.add_column("mean / rate")
+    table.add_column("queries", justify="right")
+    table.add_column("N/A", justify="right")
+    for name in _usage_order(report):
+        result = report.aggregate.get(name)
+        if result is None:
+            continue
+        table.add_row(
+            plain(name),
+            _cell(result),
+            "" if result.n is None else str(result.n),
+            str(result.details.get("na_queries", "")),
+        )
+    console.print(table)
+    rhd = "  ".join(f"ℓ={'∞' if k == math.inf else int(k)}: {v:.0%}" for k, v in report.rhd.items())
+    console.print(Text.assemble(("RHD", "bold"), f" (eq. 33): {rhd or 'N/A (no query evaluable)'}"))
+
+    sig = Table(title="Chain signatures (TRIAGE §4.5)", title_justify="left")
+    for col in ("signature", "queries", "stage", "first lever"):
+        sig.add_column(col, justify="right" if col == "queries" else "left")
+    for name, n in report.signatures.items():
+        remedy = REMEDIATION.get(name)
+        stage = (remedy.stage or "") if remedy else ""
+        lever = remedy.levers[0] if remedy and remedy.levers else ""
+        sig.add_row(name, str(n), stage, Text(lever))
+    console.print(sig)
+
+    per = Table(title="Per query", title_justify="left")
+    for col in ("query", "retriever", *CHAIN_COLUMNS, "RHD", "signature"):
+        per.add_column(col)
+    for q in report.queries[:max_queries]:
+        signature = (
+            Text(q.signature)
+            if q.signature
+            else Text.assemble(
+                ("undetermined", "yellow"), " ", Text.assemble("(", plain(q.undetermined), ")", style="dim")
+            )
+        )
+        per.add_row(
+            plain(q.query_id),
+            plain(q.retriever),
+            *(_short(q.metrics.get(c)) for c in CHAIN_COLUMNS),
+            _short(q.metrics.get("RHD")),
+            signature,
+        )
+    console.print(per)
+    if report.total_queries > max_queries:
+        console.print(
+            Text(f"… {report.total_queries - max_queries} more queries (use --json for all)", style="dim")
+        )
 
 
 # --------------------------------------------------------------------------- calibration
