@@ -107,3 +107,33 @@ def test_recorder_works_through_the_manager(tmp_path):
         assert rows["DNR"].value == pytest.approx(3 / 4)
     finally:
         mgr.close()
+
+
+def test_kept_extractions_are_bounded_and_the_window_is_reported(tmp_path):
+    store = Store.open(tmp_path / "b.sqlite")
+    options = {"implementation.max_chunks": 3, "implementation.max_events_per_chunk": 2}
+    manager = SimpleNamespace(store=store, config=TriageConfig(options=options), run_id=None)
+    recorder = ImplementationRecorder(manager)
+    for i in range(10):  # ten chunks: only the last three are kept
+        recorder.triage_extraction(extraction(f"c{i}", "r1", ("a", "p", "b"), prob=0.9))
+    for _ in range(5):  # five extractions of one kept chunk: only the last two are kept
+        recorder.triage_extraction(extraction("c9", "r1", ("a", "p", "b"), prob=0.9))
+    kept = recorder.events("fw")
+    assert len(kept) == 1 + 1 + 2  # c7, c8 once; c9 twice (the cap per chunk)
+    assert sorted({e.chunk.id for e in kept}) == ["c7", "c8", "c9"]
+    assert sum(1 for e in kept if e.chunk.id == "c9") == 2
+    assert recorder.evicted == {"fw": 7}
+    recorder.triage_graph(GraphEvent("fw", GRAPH))
+    tcs = rows_by_name(store)["TCS"]
+    assert tcs.details["window_chunks"] == 3 and tcs.details["evicted_chunks"] == 7
+    store.close()
+
+
+def test_a_chunk_seen_again_is_kept_over_older_ones(manager):
+    manager.config = TriageConfig(options={"implementation.max_chunks": 2})
+    recorder = ImplementationRecorder(manager)
+    recorder.triage_extraction(extraction("old", "r1", ("a", "p", "b")))
+    recorder.triage_extraction(extraction("mid", "r1", ("a", "p", "b")))
+    recorder.triage_extraction(extraction("old", "r1", ("a", "p", "b")))  # seen again: now the newest
+    recorder.triage_extraction(extraction("new", "r1", ("a", "p", "b")))
+    assert {e.chunk.id for e in recorder.events("fw")} == {"old", "new"}

@@ -1,18 +1,25 @@
 """The implementation/validation recorder: a default plugin measuring TRIAGE §4.1 and §4.2.
 
-It keeps every :class:`~triage_plugins.contract.events.ExtractionEvent` it sees (per framework, chunk and
-run), and when a :class:`~triage_plugins.contract.events.GraphEvent` arrives it computes the KG Validation
-metrics of that graph (with the event's ontology) and the KG Implementation metrics of the
-extractions so far (with the event's graph, aliases and ontology for CSR_link, SC and CVR), and
+It keeps the :class:`~triage_plugins.contract.events.ExtractionEvent` objects it sees (per framework,
+chunk and run), and when a :class:`~triage_plugins.contract.events.GraphEvent` arrives it computes the KG
+Validation metrics of that graph (with the event's ontology) and the KG Implementation metrics of the
+extractions kept (with the event's graph, aliases and ontology for CSR_link, SC and CVR), and
 writes them to ``manager.store`` as ``scope="graph"`` rows, ``scope_id`` = the framework name.
+
+What it keeps is bounded, so a long-running deployment neither grows without end nor takes longer
+on each graph event: the latest ``implementation.max_chunks`` (chunk, run) pairs per framework, and
+the latest ``implementation.max_events_per_chunk`` events of each. Older ones are evicted (oldest
+first, counted); the Implementation metrics then cover the kept window, and their ``details`` say
+so (``window_chunks``, ``evicted_chunks``).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.hookspecs import hookimpl
@@ -40,15 +47,21 @@ class ImplementationRecorder:
     """
 
     #: Options this plugin reads (``TriageConfig.options``), with their defaults.
-    triage_options: ClassVar[Mapping[str, Any]] = {"implementation.tau": 0.5, "implementation.delta": 0.9}
+    triage_options: ClassVar[Mapping[str, Any]] = {
+        "implementation.tau": 0.5,
+        "implementation.delta": 0.9,
+        "implementation.max_chunks": 20_000,
+        "implementation.max_events_per_chunk": 8,
+    }
 
     def __init__(self, manager: Any) -> None:
         self._manager = manager
         self._lock = threading.Lock()
-        self._events: dict[str, dict[tuple[str, str], list[ExtractionEvent]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
+        self._events: dict[str, OrderedDict[tuple[str, str], deque[ExtractionEvent]]] = {}
+        self.evicted: dict[str, int] = {}  # (chunk, run) pairs evicted per framework
         self.latest: dict[str, dict[str, MetricResult]] = {}
+        self._max_chunks = max(1, int(self._option("max_chunks", 20_000)))
+        self._max_per_chunk = max(1, int(self._option("max_events_per_chunk", 8)))
 
     def _option(self, name: str, default: float) -> float:
         config = getattr(self._manager, "config", None)
@@ -62,8 +75,25 @@ class ImplementationRecorder:
 
     @hookimpl
     def triage_extraction(self, event: ExtractionEvent) -> None:
+        key = (event.chunk.id, event.run_id)
         with self._lock:
-            self._events[event.framework][(event.chunk.id, event.run_id)].append(event)
+            chunks = self._events.setdefault(event.framework, OrderedDict())
+            kept = chunks.get(key)
+            if kept is None:
+                kept = chunks[key] = deque(maxlen=self._max_per_chunk)
+            else:
+                chunks.move_to_end(key)
+            kept.append(event)
+            if len(chunks) > self._max_chunks:
+                chunks.popitem(last=False)
+                evicted = self.evicted.get(event.framework, 0)
+                if not evicted:
+                    log.warning(
+                        "%s: more than %d extracted (chunk, run) pairs; the oldest are evicted and the "
+                        "Implementation metrics cover the latest %d (implementation.max_chunks)",
+                        event.framework, self._max_chunks, self._max_chunks,
+                    )  # fmt: skip
+                self.evicted[event.framework] = evicted + 1
 
     @hookimpl
     def triage_graph(self, event: GraphEvent) -> None:
@@ -72,15 +102,21 @@ class ImplementationRecorder:
         )
         extractions = self.events(event.framework)
         if extractions:
-            results.update(
-                implementation_metrics(
-                    extractions,
-                    ontology=event.ontology,
-                    tau=self._option("tau", 0.5),
-                    graph=event.graph,
-                    aliases=event.aliases,
-                )
+            measured = implementation_metrics(
+                extractions,
+                ontology=event.ontology,
+                tau=self._option("tau", 0.5),
+                graph=event.graph,
+                aliases=event.aliases,
             )
+            evicted = self.evicted.get(event.framework, 0)
+            if evicted:
+                window = len(self._events.get(event.framework, ()))
+                measured = {
+                    name: replace(r, details={**r.details, "window_chunks": window, "evicted_chunks": evicted})
+                    for name, r in dict(measured).items()
+                }
+            results.update(measured)
         self.latest[event.framework] = results
         store = getattr(self._manager, "store", None)
         if store is None:
