@@ -327,7 +327,10 @@ def test_an_installed_plugin_runner_appears_in_triage_compare(installed, tmp_pat
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     rows = json.loads(out_json.read_text(encoding="utf-8"))["rows"]
-    assert [(r["framework"], r["status"], r["queries"]) for r in rows] == [("toy", "ok", 2), ("reference", "ok", 3)]
+    assert [(r["framework"], r["status"], r["queries"]) for r in rows] == [
+        ("toy", "ok", 2),
+        ("reference", "ok", 3),
+    ]
 
 
 def test_the_adapters_register_their_runners_through_their_entry_point_plugins() -> None:
@@ -425,3 +428,64 @@ def test_corpus_dir(tmp_path) -> None:
     corpus = load_corpus_dir(tmp_path)
     assert [c.id for c in corpus.chunks] == ["a.txt#p0", "a.txt#p1"]
     assert isinstance(corpus.chunks[0], Chunk)
+
+
+# --------------------------------------------------------------------------- intervals (#18 item 4)
+
+_INTERVALS_SCRIPT = """
+import json
+from triage_plugins.apps.compare import embedded_corpus, run_compare
+result = run_compare(embedded_corpus(0, n_questions=20), frameworks=["reference"], modes=["path", "krag"])
+out = {r.label: r.to_dict()["intervals"] for r in result.rows}
+out["differences"] = [d.to_dict() for d in result.differences]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_rows_carry_clustered_intervals_identical_under_any_hash_seed() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    runs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _INTERVALS_SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
+        runs.append(done.stdout.strip().splitlines()[-1])
+    assert runs[0] == runs[1]  # deterministic for a fixed seed, whatever PYTHONHASHSEED
+    out = json.loads(runs[0])
+    for label in ("reference / path", "reference / krag"):
+        hits = out[label]["Hits@1"]
+        assert hits["low"] <= hits["estimate"] <= hits["high"] and hits["n"] == 20
+        assert hits["n_clusters"] <= 20
+        assert "chain:supported" in out[label]
+    diffs = [d for d in out["differences"] if d["metric"] == "Hits@1"]
+    assert len(diffs) == 1 and diffs[0]["a"] == "reference / path" and diffs[0]["b"] == "reference / krag"
+    assert diffs[0]["significant"] == (diffs[0]["low"] > 0 or diffs[0]["high"] < 0)
+
+
+def test_a_metric_a_runner_declares_not_comparable_is_shown_as_na_with_why() -> None:
+    from triage_graphrag.runner import GraphRAGRunner
+    from triage_plugins.apps.compare import CompareRow, MetricSummary, _mark_not_comparable
+
+    def row(mode: str) -> CompareRow:
+        r = CompareRow("graphrag", mode, "ok")
+        r.gold = {
+            "CC": MetricSummary("CC", 1.0, 1.0, 60, 0),
+            "Hits@1": MetricSummary("Hits@1", 0.0, 0.1, 60, 0),
+        }
+        r.per_question = {"CC": {"q1": 1.0}, "Hits@1": {"q1": 0.0}}
+        return r
+
+    glob = row("global")
+    _mark_not_comparable(glob, GraphRAGRunner.not_comparable)
+    assert glob.gold["CC"].mean is None and glob.gold["CC"].na == 60
+    assert glob.gold["CC"].reason.startswith("not comparable: global search retrieves community reports")
+    assert "CC" not in glob.per_question and glob.gold["Hits@1"].mean == 0.1
+    assert any(n.startswith("CC not comparable") for n in glob.notes)
+    local = row("local")
+    _mark_not_comparable(local, GraphRAGRunner.not_comparable)
+    assert local.gold["CC"].mean == 1.0 and not local.notes

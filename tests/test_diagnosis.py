@@ -181,3 +181,56 @@ def test_invalid_trigger_configuration() -> None:
         WindowTrigger("XYZ", window=5)  # no default threshold for an unknown metric
     with pytest.raises(ConfigError):
         WindowTrigger("ERC", window=5, min_count=1)
+
+
+# --------------------------------------------------------------------------- compare intervals (#18 item 4)
+
+
+def test_question_clusters_link_questions_sharing_an_entity() -> None:
+    from triage_plugins.diagnosis.intervals import question_clusters
+
+    clusters = question_clusters({"q3": ["C"], "q1": ["A", "B"], "q2": ["B"], "q4": [], "q5": ["C", "A"]})
+    # q1–q2 share B, q5 shares A with q1 and C with q3: one component named q1; q4 alone
+    assert clusters == {"q1": "q1", "q2": "q1", "q3": "q1", "q4": "q4", "q5": "q1"}
+    assert question_clusters({"b": ["x"], "a": ["y"]}) == {"a": "a", "b": "b"}
+
+
+def test_rate_interval_is_clustered_and_deterministic() -> None:
+    from triage_plugins.diagnosis.intervals import metric_seed, rate_interval
+
+    values = {f"q{i:02d}": float(i % 3 == 0) for i in range(30)}  # mean 10/30
+    alone = {q: q for q in values}
+    iv = rate_interval(values, alone, seed=metric_seed(0, "Hits@1"))
+    assert iv is not None and iv.n == 30 and iv.n_clusters == 30
+    assert iv.estimate == pytest.approx(1 / 3) and iv.low < 1 / 3 < iv.high
+    again = rate_interval(dict(reversed(list(values.items()))), alone, seed=metric_seed(0, "Hits@1"))
+    assert (again.low, again.high) == (iv.low, iv.high)  # insertion order does not matter
+    pairs = {q: f"c{int(q[1:]) // 2}" for q in values}  # 15 clusters of two questions
+    clustered = rate_interval(values, pairs, seed=metric_seed(0, "Hits@1"))
+    assert clustered.n_clusters == 15
+    assert rate_interval(values, dict.fromkeys(values, "one")) is None  # a single cluster: no interval
+    assert metric_seed(0, "Hits@1") == metric_seed(0, "Hits@1") != metric_seed(1, "Hits@1")
+
+
+def test_paired_difference_marks_significance() -> None:
+    from triage_plugins.diagnosis.intervals import paired_difference
+
+    ids = [f"q{i:02d}" for i in range(40)]
+    clusters = {q: q for q in ids}
+    good = dict.fromkeys(ids, 1.0)
+    bad = {q: float(i % 10 == 0) for i, q in enumerate(ids)}  # 4/40
+    iv = paired_difference(good, bad, clusters)
+    assert iv.estimate == pytest.approx(0.9) and iv.low > 0  # significant
+    near = {q: float(i != 0) for i, q in enumerate(ids)}  # differs on one question
+    close = paired_difference(good, near, clusters)
+    assert close.low <= 0 <= close.high  # not significant
+    same = paired_difference(good, dict(good), clusters)
+    assert (same.low, same.high, same.method) == (0.0, 0.0, "degenerate")
+
+
+def test_format_interval() -> None:
+    from triage_plugins.diagnosis.calibration import Interval
+    from triage_plugins.diagnosis.intervals import format_interval
+
+    assert format_interval(Interval(0.5, 0.25, 0.75, 0.95, "bca", 10, 10, 2000)) == "[0.250, 0.750]"
+    assert format_interval(None) == ""

@@ -26,6 +26,13 @@ class GraphRAGRunner(Runner):
     name = "graphrag"
     modes = ("local", "global")
     requires = ("graphrag", "graphrag", "graphrag")
+    #: mode -> metric -> why that row's value is not comparable with the other rows' (compare shows N/A)
+    not_comparable = {
+        "global": {
+            "CC": "global search retrieves community reports, so K_S is every relationship of the reports' "
+            "communities and CC is 1 by construction (not comparable with entity/path retrieval)",
+        }
+    }
 
     def _run(self, job: RunJob) -> None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -375,7 +375,7 @@ def retrieval_event(
 
 def generation_event(tables: GraphTables, query_id: str, answer: str, seconds: float) -> GenerationEvent:
     """The generation event of one answer, its mentions grounded over entity titles."""
-    grounding = tables.grounder.ground(answer)
+    grounding = tables.grounder.ground_answer(answer)
     return GenerationEvent(
         FRAMEWORK, query_id, answer, grounding.mentions, dict(grounding.grounding), None, seconds
     )

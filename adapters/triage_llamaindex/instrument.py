@@ -233,14 +233,16 @@ class LlamaIndexInstrumentor(Instrumentor):
             self.manager.emit_graph(GraphEvent(FRAMEWORK, known.view))
         return known
 
-    def _ground(self, known: KnownGraph | None, text: str) -> tuple[tuple[str, ...], dict[str, str | None]]:
+    def _ground(
+        self, known: KnownGraph | None, text: str, *, answer: bool = False
+    ) -> tuple[tuple[str, ...], dict[str, str | None]]:
         if known is None or not text:
             return (), {}
         if known.grounder is None:
             from triage_plugins.kg.grounding import shared_grounder
 
             known.grounder = shared_grounder(known.view)
-        result = known.grounder.ground(text)
+        result = known.grounder.ground_answer(text) if answer else known.grounder.ground(text)
         return tuple(result.mentions), dict(result.grounding)
 
     def _load_chunks(self, store: Any, ids: list[str]) -> None:
@@ -370,7 +372,7 @@ class LlamaIndexInstrumentor(Instrumentor):
             log.debug("query %s: response has no text (streaming?); no generation event", event.span_id)
             return
         query_id = self._query_id_of(event)
-        mentions, grounding = self._ground(self._query_graph.get(query_id), answer)
+        mentions, grounding = self._ground(self._query_graph.get(query_id), answer, answer=True)
         self.last_query_id = query_id
         self.manager.emit_generation(
             GenerationEvent(

@@ -221,3 +221,35 @@ def test_missing_relevance_is_an_error() -> None:
 
 def test_raw_learning_rate_is_eta_times_scale_squared() -> None:
     assert _optimizer(eta=0.25).raw_learning_rate == pytest.approx(0.25 * 200**2)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_gated_paths_gradients_are_exact_for_the_gated_loss(seed: int) -> None:
+    """With ~30 % of the paths gated (utility None), every gradient equals the central finite
+    difference of the gated loss: gated paths neutral in E with their logits held (stop-gradient)."""
+    rng = np.random.default_rng(100 + seed)
+    index, s_r, s_c, alpha, utilities = _random_instance(rng, 10, 8)
+    gated = [None if k % 3 == 0 else float(v) for k, v in enumerate(utilities)]  # 4 of 12 paths
+    grad = loss_and_gradient(s_r, s_c, alpha, index, gated)
+    at = (s_c.copy(), alpha)
+    fd = np.empty(len(s_c))
+    for k in range(len(s_c)):
+        e = np.zeros(len(s_c))
+        e[k] = H
+        plus = path_loss(s_r, s_c + e, alpha, index, gated, held_at=at)
+        minus = path_loss(s_r, s_c - e, alpha, index, gated, held_at=at)
+        fd[k] = (plus - minus) / (2 * H)
+    assert np.linalg.norm(grad.d_sc - fd) / np.linalg.norm(fd) < 1e-6
+    fda = (
+        path_loss(s_r, s_c, alpha + H, index, gated, held_at=at)
+        - path_loss(s_r, s_c, alpha - H, index, gated, held_at=at)
+    ) / (2 * H)
+    assert abs(grad.d_alpha - fda) <= 1e-6 * max(1.0, abs(fda))
+    # the loss value itself is the same with or without holding (held only changes derivatives)
+    assert grad.loss == pytest.approx(path_loss(s_r, s_c, alpha, index, gated), rel=1e-12)
+    assert grad.loss == pytest.approx(path_loss(s_r, s_c, alpha, index, gated, held_at=at), rel=1e-12)
+    # the ungated loss (gated logits free) has another α derivative: the gate is a stop-gradient
+    free = (path_loss(s_r, s_c, alpha + H, index, gated) - path_loss(s_r, s_c, alpha - H, index, gated)) / (
+        2 * H
+    )
+    assert grad.d_alpha != pytest.approx(free, rel=1e-4, abs=1e-9)

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from triage_plugins.contract.events import Chunk, ExtractedTriple, Gold
-from triage_plugins.contract.graph_view import normalize_label
 
 if TYPE_CHECKING:
     from triage_plugins.kg.ontology import Ontology
@@ -213,23 +212,14 @@ def missing_package(module: str, extra: str, package: str | None = None) -> str 
 
 
 def gold_hit(answer: str, gold: Gold | Iterable[str]) -> bool:
-    """Whether ``answer`` names a gold answer: a gold answer's normalized label is a whole phrase of
-    the normalized answer (casefold, punctuation and underscores to spaces; EvoRAG §6.2's ACC,
-    "the response contains a gold answer", on word boundaries).
-
-    It is the text test of Hits@1 (TRIAGE §4.3.4), which also counts an answer entity grounded to a
-    gold node; every runner's gold feedback, the reference runner's and ``evolve-bench``'s use it.
+    """Whether ``answer`` names a gold answer, by the one gold-hit rule
+    (:func:`triage_plugins.metrics.answers.gold_hit`: citations, possessives, case, punctuation and
+    articles normalized, a gold answer as a whole phrase; EvoRAG §6.2's ACC). Every runner's gold
+    feedback, the reference runner's and ``evolve-bench``'s use it; Hits@1 applies the same rule.
     """
-    answers = gold.answers if isinstance(gold, Gold) else gold
-    text = normalize_label(answer)
-    if not text:
-        return False
-    padded = f" {text} "
-    for g in answers:
-        norm = normalize_label(g)
-        if norm and f" {norm} " in padded:
-            return True
-    return False
+    from triage_plugins.metrics.answers import gold_hit as rule
+
+    return rule(answer, gold)
 
 
 # --------------------------------------------------------------------------- feedback rounds

@@ -22,8 +22,8 @@ Decisions:
   and feedback rounds, because a generation event carries no retriever and must be joined to its
   retrieval by id. A runner must use them.
 * **Feedback rounds** (EvoRAG §4–5): round 0 answers every question; each round k ≥ 1 first sends gold
-  feedback (1 when :func:`~triage_plugins.adapter_kit.runner.gold_hit`, else 0) for round k − 1, then asks again with
-  reweighting on. Accuracy per round is Hits@1 of that round's queries. Rounds need gold answers.
+  feedback (1 when :func:`~triage_plugins.metrics.answers.gold_hit`, else 0) for round k − 1, then
+  asks again with reweighting on. Accuracy per round is Hits@1 of that round's queries. Rounds need gold answers.
 * **Failure isolation.** An unavailable framework is reported with its reason; a runner that raises is
   reported with the error, and the other frameworks complete.
 """
@@ -66,6 +66,7 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
 )
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
 
@@ -84,12 +85,14 @@ __all__ = [
     "CompareResult",
     "CompareRow",
     "Corpus",
+    "Difference",
     "FrameworkRunner",
     "MetricSummary",
     "Progress",
     "Question",
     "ReferenceRunner",
     "RoundSummary",
+    "add_intervals",
     "aggregate_events",
     "embedded_corpus",
     "load_corpus_dir",
@@ -399,6 +402,8 @@ class CompareRow:
     distributions: dict[str, list[float]] = field(default_factory=dict)
     score_moves: list[tuple[str, float, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    per_question: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> question -> value
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -426,7 +431,44 @@ class CompareRow:
             "latency": dict(self.latency),
             "rounds": [r.to_dict() for r in self.rounds],
             "score_moves": [{"id": i, "delta": d, "n_updates": n} for i, d, n in self.score_moves],
+            "intervals": {k: _interval_dict(v) for k, v in self.intervals.items()},
             "notes": list(self.notes),
+        }
+
+
+def _interval_dict(iv: Interval) -> dict[str, Any]:
+    return {
+        "estimate": iv.estimate,
+        "low": iv.low,
+        "high": iv.high,
+        "confidence": iv.confidence,
+        "method": iv.method,
+        "n": iv.n,
+        "n_clusters": iv.n_clusters,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """A paired difference of one per-question rate between two rows (``a`` − ``b``) over the
+    questions both answered, with its clustered BCa interval; significant when it excludes 0."""
+
+    a: str
+    b: str
+    metric: str
+    interval: Interval
+
+    @property
+    def significant(self) -> bool:
+        return self.interval.low > 0.0 or self.interval.high < 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "metric": self.metric,
+            "significant": self.significant,
+            **_interval_dict(self.interval),
         }
 
 
@@ -441,6 +483,7 @@ class CompareResult:
     feedback_rounds: int
     store: str | None = None
     notes: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -450,6 +493,7 @@ class CompareResult:
             "feedback_rounds": self.feedback_rounds,
             "store": self.store,
             "rows": [r.to_dict() for r in self.rows],
+            "differences": [d.to_dict() for d in self.differences],
             "notes": list(self.notes),
         }
 
@@ -495,7 +539,9 @@ def _summarize_notes(notes: Sequence[str]) -> list[str]:
     twice = [n for n in notes if "retrieved twice" in n]
     out = [n for n in notes if "retrieved twice" not in n]
     if twice:
-        out.append(f"{len(twice)} queries were retrieved twice (a gate reroute): the last retrieval is scored")
+        out.append(
+            f"{len(twice)} queries were retrieved twice (a gate reroute): the last retrieval is scored"
+        )
     return out
 
 
@@ -589,9 +635,65 @@ def _fill_metrics(row: CompareRow, base: ScoreReport, round0: Sequence[Event]) -
     }
     has_gold = any(isinstance(e, RetrievalEvent) and e.gold is not None for e in round0)
     if has_gold:
-        row.gold = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("gold")}
+        row.gold = {
+            m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("gold")
+        }
     row.rhd = {("inf" if k == math.inf else str(int(k))): v for k, v in base.rhd.items()}
     row.signatures = dict(base.signatures)
+    row.per_question = _per_question(queries)
+
+
+def _per_question(queries: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Per-question values of the rates that get intervals: Hits@1 and each chain signature's share
+    (a 0/1 indicator per diagnosed question), keyed ``"Hits@1"`` and ``"chain:<signature>"``."""
+    out: dict[str, dict[str, float]] = {}
+    diagnosed = [(parse_query_id(q.query_id)[0], q.signature) for q in queries if q.signature is not None]
+    for sig in sorted({s for _, s in diagnosed} | ({"supported"} if diagnosed else set())):
+        out[f"chain:{sig}"] = {qid: float(s == sig) for qid, s in diagnosed}
+    hits = {
+        parse_query_id(q.query_id)[0]: float(q.metrics["Hits@1"].value)
+        for q in queries
+        if "Hits@1" in q.metrics and q.metrics["Hits@1"].value is not None
+    }
+    if hits:
+        out["Hits@1"] = hits
+    return out
+
+
+def add_intervals(result: CompareResult, questions: Sequence[Question], *, n_resamples: int = 2000) -> None:
+    """Fill each row's 95 % intervals (clustered BCa over questions sharing gold entities,
+    :mod:`triage_plugins.diagnosis.intervals`) and the paired Hits@1 and ``supported`` differences
+    between every two rows; deterministic for ``result.seed``."""
+    from triage_plugins.diagnosis.intervals import (
+        metric_seed,
+        paired_difference,
+        question_clusters,
+        rate_interval,
+    )
+
+    clusters = question_clusters({q.id: (q.gold.entities if q.gold is not None else ()) for q in questions})
+    rows = [r for r in result.rows if r.status == "ok"]
+    for row in rows:
+        for metric, values in sorted(row.per_question.items()):
+            iv = rate_interval(
+                values, clusters, seed=metric_seed(result.seed, metric), n_resamples=n_resamples
+            )
+            if iv is not None:
+                row.intervals[metric] = iv
+    result.differences = []
+    for i, a in enumerate(rows):
+        for b in rows[i + 1 :]:
+            for metric in ("Hits@1", "chain:supported"):
+                if metric in a.per_question and metric in b.per_question:
+                    iv = paired_difference(
+                        a.per_question[metric],
+                        b.per_question[metric],
+                        clusters,
+                        seed=metric_seed(result.seed, metric),
+                        n_resamples=n_resamples,
+                    )
+                    if iv is not None:
+                        result.differences.append(Difference(a.label, b.label, metric, iv))
 
 
 def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
@@ -740,7 +842,7 @@ def run_compare(
     finally:
         if owns:
             shared.close()
-    return CompareResult(
+    result = CompareResult(
         rows,
         corpus.name,
         len(asked),
@@ -749,6 +851,8 @@ def run_compare(
         None if owns and store is None else str(store),
         notes,
     )
+    add_intervals(result, asked)
+    return result
 
 
 def _input_notes(asked: Sequence[Question], feedback_rounds: int) -> tuple[int, list[str]]:
@@ -875,6 +979,23 @@ def _run_one(runner: FrameworkRunner, mode: str, plan: _Plan) -> CompareRow:
     return _finish_row(row, runner, manager, plan, namespace, seconds, framework, retriever)
 
 
+def _mark_not_comparable(row: CompareRow, declared: Any) -> None:
+    """Replace the metrics a runner declares not comparable in this mode (``runner.not_comparable``:
+    mode -> metric -> why) by N/A summaries with the reason, so the table never prints a number that
+    looks like the other rows'; the per-question values (and so the interval) are dropped too."""
+    if not isinstance(declared, Mapping):
+        return
+    reasons = declared.get(row.mode) or {}
+    for metric, why in sorted(reasons.items()):
+        for table in (row.usage, row.gold or {}):
+            old = table.get(metric)
+            if old is not None:
+                table[metric] = MetricSummary(metric, None, None, 0, old.n + old.na, f"not comparable: {why}")
+        row.per_question.pop(metric, None)
+        row.distributions.pop(metric, None)
+        row.notes.append(f"{metric} not comparable: {why}")
+
+
 def _finish_row(
     row: CompareRow,
     runner: FrameworkRunner,
@@ -889,6 +1010,7 @@ def _finish_row(
     row.framework = runner.name
     row.seconds = seconds
     row.score_moves = _score_moves(plan.store, namespace)
+    _mark_not_comparable(row, getattr(runner, "not_comparable", None))
     if manager.failures:
         failed = ", ".join(f"{p}.{h} ({e}) ×{n}" for (p, h, e), n in sorted(manager.failures.items()))
         row.notes.append(f"plugin errors (skipped): {failed}")

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.adapter_kit.runner import gold_hit
 from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.events import Gold
+from triage_plugins.metrics.answers import gold_hit
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.reference.retrievers import RETRIEVERS
 
@@ -36,7 +36,7 @@ FEEDBACK_RETRIEVER = "krag"
 
 def answer_is_correct(answer: str, gold: Sequence[str]) -> bool:
     """ACC as EvoRAG measures it: a gold answer is contained in the response (normalized, whole
-    words) — the one gold-hit rule, :func:`~triage_plugins.adapter_kit.runner.gold_hit`."""
+    words) — the one gold-hit rule, :func:`triage_plugins.metrics.answers.gold_hit`."""
     return gold_hit(answer, gold)
 
 

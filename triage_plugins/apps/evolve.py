@@ -55,15 +55,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from triage_plugins.adapter_kit.runner import gold_hit
 from triage_plugins.apps.evolve_noise import NoisyKB, TrainingQuery, inject_noise, training_queries
 from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.errors import ConfigError, DatasetError
 from triage_plugins.contract.events import Chunk, FeedbackEvent, Gold, RerankRequest, RetrievalEvent, Triple
-from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.datasets import load_kb, load_questions
 from triage_plugins.datasets.qa import QAItem
+from triage_plugins.metrics.answers import gold_hit, normalize_answer
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,23 +134,25 @@ in the question, otherwise fill the top-10.
 
 
 def _norm(text: str) -> str:
-    return normalize_label(text.replace("_", " "))
+    return normalize_answer(text)
 
 
 def answer_correct(answer: str, gold: Sequence[str]) -> bool:
     """ACC (EvoRAG §6.2): a gold answer is contained in the response (normalized, whole words) —
-    the one gold-hit rule, :func:`~triage_plugins.adapter_kit.runner.gold_hit`."""
+    the one gold-hit rule, :func:`triage_plugins.metrics.answers.gold_hit`."""
     return gold_hit(answer, gold)
 
 
 def exact_match(answer: str, gold: Sequence[str]) -> bool:
-    """EM: the normalized response equals a normalized gold answer."""
+    """EM: the response equals a gold answer, both normalized by the gold-hit rule
+    (:func:`~triage_plugins.metrics.answers.normalize_answer`)."""
     text = _norm(answer)
     return bool(text) and any(text == _norm(g) for g in gold)
 
 
 def answer_f1(answer: str, gold: Sequence[str]) -> float:
-    """Token-level F1 of the response against the best-matching gold answer."""
+    """Token-level F1 of the response against the best-matching gold answer (tokens of the gold-hit
+    rule's normalization); 0 for an empty response (the WebQSP convention: P = 1, R = 0)."""
     pred = _norm(answer).split()
     if not pred:
         return 0.0
@@ -636,7 +638,12 @@ class _Bench:
 
 
 def _settings(
-    bench: _Bench, kb: str | Path | Sequence[str | Path], questions: str | Path, seed: int, seeds: int, split: str
+    bench: _Bench,
+    kb: str | Path | Sequence[str | Path],
+    questions: str | Path,
+    seed: int,
+    seeds: int,
+    split: str,
 ) -> dict[str, Any]:
     return {
         "kb": [str(p) for p in ([kb] if isinstance(kb, str | Path) else kb or ())],

@@ -12,12 +12,17 @@ utility-weighted posterior over paths, computed in log space, so both terms stay
 when E underflows. Where the published code differs (it squares P(L_j), never stores α) we follow
 the mathematics; a test checks every gradient against central finite differences of the loss.
 
-A path whose utility is ``None`` (an evaluator's "no update for this path", e.g. the LLM judge's
-gate) stays in the softmax with the neutral utility U = 0 (u = 1/2: no evidence either way), so the
-paths that were scored are still judged against the whole retrieved set, but its own term is masked
-out of the chain rule: its triples receive no update through it. (Dropping such paths instead would
-leave a single scored path, whose softmax gradient is identically zero, whenever the judge gates all
-the others.) For a unit that lies only on scored paths the gradient is exact.
+A path whose utility is ``None`` (an evaluator's "no update for this path": EvoRAG §4.3.1's gate,
+"the update is suppressed" unless Fidelity is high and Conflict low) stays in the softmax with the
+neutral utility U = 0 (u = 1/2: no evidence either way), so the paths that were scored are still
+judged against the whole retrieved set, but its logit a_i is held constant (a stop-gradient): its
+triples receive no update through it. What is computed is therefore the *exact* gradient of the
+gated loss −log Σ_i P(L_i)·u_i in which every gated path's a_i is a constant at the current point
+(``path_loss(..., held_at=...)`` evaluates that loss; a test checks every gradient against its
+finite differences). Against the ungated loss (a_i of gated paths free) it coincides for the
+units that lie only on scored paths, and differs for α and for units shared with a gated path,
+which is the point of the gate. (Dropping gated paths instead would leave a single scored path,
+whose softmax gradient is identically zero, whenever the judge gates all the others.)
 
 Edge cases. When every path has the same utility (one path, all U = −1, all U = +1 ...) E does not
 depend on the priorities at all, so the gradient is exactly zero and nothing is updated; in
@@ -51,6 +56,7 @@ from triage_plugins.feedback.priority import (
     clamp_relevance,
     path_logits,
     path_priorities,
+    softmax,
     unit_priority,
 )
 from triage_plugins.feedback.scores import ContributionScores
@@ -116,7 +122,8 @@ def loss_and_gradient(
     :param s_r: S_r per unit of ``paths.ids`` (clamped into [RELEVANCE_FLOOR, 1]).
     :param s_c: S_c per unit, in [0, 1].
     :param alpha: α in [0, 1).
-    :param utilities: U_i ∈ [−1, 1] per path; ``None`` = neutral and masked (module docstring).
+    :param utilities: U_i ∈ [−1, 1] per path; ``None`` = gated: neutral in E, its logit held
+        constant (module docstring), so the gradients are those of the gated loss.
     :param factor: optional positive multiplier of P(t) per unit (relation suppression); it shifts
         log P(t) by a constant, so the derivatives w.r.t. S_c and α keep the form above.
     """
@@ -155,12 +162,31 @@ def path_loss(
     paths: PathIndex,
     utilities: Sequence[float | None],
     factor: np.ndarray | None = None,
+    *,
+    held_at: tuple[np.ndarray, float] | None = None,
 ) -> float:
-    """Eq. 4 computed directly: −log Σ_i P(L_i)·(U_i + 1)/2, None ↦ 0 (used to check the gradients)."""
-    pl = path_priorities(s_r, s_c, alpha, paths, factor)
-    u = (_check_utilities(utilities, paths.n_paths)[0] + 1.0) / 2.0
-    e = float(np.dot(pl, u))
+    """Eq. 4 computed directly: −log Σ_i P(L_i)·(U_i + 1)/2, None ↦ 0 (used to check the gradients).
+
+    :param held_at: ``(s_c, alpha)`` at which the logits a_i of the gated paths (utility ``None``)
+        are evaluated and held, instead of at the arguments: the gated loss whose exact gradient
+        :func:`loss_and_gradient` returns (module docstring). ``None``: every logit is free.
+    """
+    big_u, scored = _check_utilities(utilities, paths.n_paths)
+    if held_at is None or scored is None:
+        pl = path_priorities(s_r, s_c, alpha, paths, factor)
+    else:
+        a = _logits(s_r, s_c, alpha, paths, factor)
+        a_held = _logits(s_r, held_at[0], held_at[1], paths, factor)
+        pl = softmax(np.where(scored, a, a_held))
+    e = float(np.dot(pl, (big_u + 1.0) / 2.0))
     return math.inf if e <= 0.0 else -math.log(e)
+
+
+def _logits(
+    s_r: np.ndarray, s_c: np.ndarray, alpha: float, paths: PathIndex, factor: np.ndarray | None
+) -> np.ndarray:
+    p = unit_priority(clamp_relevance(s_r), np.asarray(s_c, dtype=np.float64), alpha)
+    return path_logits(np.log(p if factor is None else p * factor), paths)
 
 
 @dataclass(frozen=True, slots=True)

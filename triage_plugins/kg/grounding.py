@@ -56,10 +56,12 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import NamedTuple
 
 from triage_plugins.contract.errors import EventError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.citations import strip_citations
 
 __all__ = ["FUNCTION_WORDS", "STOP_WORDS", "Grounder", "Grounding", "coalesce_mentions", "mention_key"]
 
@@ -194,7 +196,9 @@ class Grounder:
         self._weak: dict[tuple[str, ...], tuple[_Entry, ...]] = {}
         self._weak_max = 0
         self._symbolic: dict[str, tuple[_Entry, ...]] = {}
-        self._build(self._check_aliases(aliases))
+        checked = self._check_aliases(aliases)
+        self.aliases: Mapping[str, str | None] = MappingProxyType(checked)
+        self._build(checked)
 
     # ------------------------------------------------------------------ gazetteer
 
@@ -373,6 +377,14 @@ class Grounder:
         found.extend(self._capitalized_runs(text, toks, consumed))
         found.sort(key=lambda f: f[:2])
         return self._coalesce(text, found)
+
+    def ground_answer(self, text: str) -> Grounding:
+        """:meth:`ground` for a generated answer: citation markers and a trailing reference list
+        (:mod:`triage_plugins.kg.citations`) are blanked first, so ``[1]`` or a cited document
+        title is never an answer mention; spans still index ``text``."""
+        if not isinstance(text, str):
+            raise EventError("Grounder", "text", f"must be a string, got {type(text).__name__}")
+        return self.ground(strip_citations(text))
 
     def _ground_zone(self, text: str, start: int, end: int) -> _Found | None:
         """A quoted/bracketed span as one mention; ``None`` for a span of symbols naming nothing."""
@@ -566,7 +578,9 @@ def _tokenize(text: str, zones: list[tuple[int, int]]) -> _Tokens:
     return toks
 
 
-_SHARED: OrderedDict[tuple[int, tuple[tuple[str, str | None], ...]], tuple[GraphView, Grounder]] = OrderedDict()
+_SHARED: OrderedDict[tuple[int, tuple[tuple[str, str | None], ...]], tuple[GraphView, Grounder]] = (
+    OrderedDict()
+)
 _SHARED_LOCK = threading.Lock()
 _SHARED_SIZE = 4
 

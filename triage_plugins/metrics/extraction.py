@@ -182,10 +182,15 @@ def mean_triple_confidence(extracted: Sequence[ExtractedTriple], *, tau: float =
     )
 
 
-def source_coverage_ratio(events: Sequence[ExtractionEvent], *, tau: float = 0.5) -> MetricResult:
+def source_coverage_ratio(
+    events: Sequence[ExtractionEvent], *, tau: float = 0.5, passages: Iterable[str] | None = None
+) -> MetricResult:
     """Source Coverage Ratio, TRIAGE eq. 8: passages with at least one triple of TCS ≥ τ, over |P|.
 
-    Passages are chunks. With several runs of a chunk, the chunk's coverage is the fraction of
+    Passages are chunks. P is ``passages`` (chunk ids: every chunk the framework indexed) when
+    given, so a chunk that emitted no extraction event counts as uncovered
+    (``details["silent_passages"]``); without it, P is the chunks that emitted an event (an event
+    with no triple is an uncovered passage). With several runs of a chunk, the chunk's coverage is the fraction of
     its runs that yield a confident triple, so SCR is the expected single-run value (eq. 8
     exactly when there is one run). A run with no confident triple but some triple without
     log-probabilities is undetermined and left out (``details["undetermined_runs"]``). ``None`` when no triple
@@ -193,13 +198,16 @@ def source_coverage_ratio(events: Sequence[ExtractionEvent], *, tau: float = 0.5
     triples instead would measure something else.
     """
     tau = _check_tau(tau)
-    if not events:
+    known = list(dict.fromkeys(passages)) if passages is not None else []
+    if not events and not known:
         return na("SCR", "no extraction events (no passages)", n=0)
     if not any(x.token_logprobs for x in _instances(events)):
         return na("SCR", "no confidence source: no extracted triple carries token log-probabilities", n=0)
-    coverage: list[float] = []
+    by_chunk = _runs_by_chunk(events)
+    silent = [c for c in known if c not in by_chunk]
+    coverage: list[float] = [0.0] * len(silent)
     undetermined = 0
-    for runs in _runs_by_chunk(events).values():
+    for runs in by_chunk.values():
         covered: list[bool] = []
         for triples in runs.values():
             scores = [triple_confidence_score(x).value for x in triples]
@@ -214,7 +222,12 @@ def source_coverage_ratio(events: Sequence[ExtractionEvent], *, tau: float = 0.5
     if not coverage:
         return na("SCR", "every run is undetermined (triples without log-probabilities)", n=0)
     return ok(
-        "SCR", math.fsum(coverage) / len(coverage), n=len(coverage), undetermined_runs=undetermined, tau=tau
+        "SCR",
+        math.fsum(coverage) / len(coverage),
+        n=len(coverage),
+        undetermined_runs=undetermined,
+        silent_passages=len(silent),
+        tau=tau,
     )
 
 
@@ -588,13 +601,27 @@ def soft_f1(
     M maximizes Σ Score over one-to-one pairs (``scipy.optimize.linear_sum_assignment``); a
     negative Score counts as 0, i.e. as leaving the pair unmatched. Soft-P = ΣM/|E|,
     Soft-R = ΣM/|G| (in ``details``), and Soft-F1 = 2·ΣM/(|E|+|G|), which equals eq. 4 whenever
-    Soft-P and Soft-R are defined and also gives 0 when exactly one side is empty. ``None``
-    without an embedder or when both sets are empty.
+    Soft-P and Soft-R are defined. Empty sides: G = ∅ leaves Soft-R undefined (0/0), so Soft-F1 is
+    ``None``; E = ∅ against a non-empty G has Soft-R = 0 and Soft-P = 0/0, scored by the WebQSP
+    convention TRIAGE's answer F1 follows ([64]: no prediction is precision 1, recall 0), so
+    Soft-F1 = 0 with the convention in ``reason``. ``None`` without an embedder.
     """
     if embedder is None:
         return na("Soft-F1", "needs an embedder (the encoder f of eq. 2)", n=0)
-    if not extracted and not gold:
-        return na("Soft-F1", "both triple sets are empty", n=0)
+    if not gold:
+        why = "both triple sets are empty" if not extracted else "the gold triple set is empty"
+        return na("Soft-F1", f"{why}: Soft-R = ΣM/|G| is 0/0", n=0, extracted=len(extracted))
+    if not extracted:
+        return ok(
+            "Soft-F1",
+            0.0,
+            n=len(gold),
+            reason="no extracted triple: Soft-P is 0/0, scored 1 by the WebQSP convention; Soft-R = 0",
+            soft_p=None,
+            soft_r=0.0,
+            matched_score=0.0,
+            matched_pairs=0,
+        )
     weights = np.clip(component_scores(extracted, gold, embedder), 0.0, None)
     matched = 0.0
     pairs = 0
@@ -688,8 +715,11 @@ def implementation_metrics(
     nli: EntailmentScorer | None = None,
     gold: Sequence[Triple] | None = None,
     weights: Mapping[str, float] | None = None,
+    passages: Iterable[str] | None = None,
 ) -> dict[str, MetricResult]:
     """Every KG Implementation metric computable from ``events`` (TRIAGE §4.1), keyed by symbol.
+
+    ``passages`` (every indexed chunk id) is SCR's P, so chunks that emitted nothing count.
 
     Always: TCS (corpus mean), SCR, EC, CSC, EAR, CSR_link, SC, CVR and CVR_pred/dom/rng,
     TRIAGE-TI; each ``None`` with its reason when its input is missing. With ``embedder``:
@@ -700,7 +730,7 @@ def implementation_metrics(
     triples = [x.triple for x in extracted]
     out: dict[str, MetricResult] = {
         "TCS": mean_triple_confidence(extracted, tau=tau),
-        "SCR": source_coverage_ratio(events, tau=tau),
+        "SCR": source_coverage_ratio(events, tau=tau, passages=passages),
         "EC": extraction_consistency(events),
         "CSC": cross_source_corroboration(events, aliases=aliases),
         "SC": schema_compliance_rate(triples, ontology),

@@ -250,14 +250,28 @@ def ontology_coverage(
 # --------------------------------------------------------------------------- DNR (eq. 21)
 
 
+def _distinct_degrees(graph: GraphView) -> np.ndarray:
+    """Per node, the number of distinct incident (s, p, o), direction ignored, a self-loop once."""
+    n = len(graph.nodes)
+    if not len(graph):
+        return np.zeros(n, dtype=np.int64)
+    p_code, _ = _factorize(list(map(attrgetter("predicate"), graph.triples)))
+    subj, obj = graph.subject_index, graph.object_index
+    _, first = np.unique(_combine(_combine(subj, p_code), obj), return_index=True)
+    s, o = subj[first], obj[first]
+    loop = s == o
+    return np.bincount(s, minlength=n) + np.bincount(o[~loop], minlength=n)
+
+
 def dead_node_ratio(graph: GraphView) -> MetricResult:
     """Dead Node Ratio, TRIAGE eq. 21: nodes of degree ≤ 1 over |V|.
 
     Degree is the number of distinct incident triples, direction ignored (a self-loop counts
-    once); isolated nodes count (DESIGN §4). ``details``: ``isolated`` (degree 0), ``leaves``
-    (degree 1). ``None`` for a graph without nodes.
+    once); isolated nodes count (DESIGN §4). K is a set: records of one (subject, predicate,
+    object) under different triple ids count once. ``details``: ``isolated`` (degree 0),
+    ``leaves`` (degree 1). ``None`` for a graph without nodes.
     """
-    degrees = graph.degrees()
+    degrees = _distinct_degrees(graph)
     if degrees.size == 0:
         return na("DNR", "the graph has no nodes", n=0)
     isolated = int(np.count_nonzero(degrees == 0))
@@ -507,30 +521,38 @@ def _keys(graph: GraphView) -> list[tuple[str, str, str]]:
 def correctness(graph: GraphView, reference: GraphView | None) -> MetricResult:
     """Correctness μ_correct, TRIAGE eq. 23: ``1 − |K ∖ K_crt| / |K|`` with K_crt = (K ∩ K*) on K.
 
-    Triples match on normalized (subject label, predicate, object label). ``None`` without a
-    reference KG or for an empty K.
+    Triples match on normalized (subject label, predicate, object label), and K, K* are sets of
+    those keys: records of one fact count once (``details["records"]`` counts them all). ``None``
+    without a reference KG or for an empty K.
     """
     if reference is None:
         return na("COR", "needs a reference KG K* (gold, benchmark setting)", n=0)
     if not len(graph):
         return na("COR", "the graph has no triples", n=0)
     gold = set(_keys(reference))
-    correct = sum(k in gold for k in _keys(graph))
-    return ok("COR", 1.0 - (len(graph) - correct) / len(graph), n=len(graph), correct=correct)
+    facts = set(_keys(graph))
+    correct = len(facts & gold)
+    return ok(
+        "COR", 1.0 - (len(facts) - correct) / len(facts), n=len(facts), correct=correct, records=len(graph)
+    )
 
 
 def completeness(graph: GraphView, reference: GraphView | None) -> MetricResult:
     """Completeness μ_complete, TRIAGE eq. 24: ``1 − |K* ∖ K_cpt| / |K*|`` with K_cpt = (K ∩ K*) on K*.
 
-    Same matching as :func:`correctness`. ``None`` without a reference KG or for an empty K*.
+    Same matching and set reading as :func:`correctness`. ``None`` without a reference KG or for
+    an empty K*.
     """
     if reference is None:
         return na("CMP", "needs a reference KG K* (gold, benchmark setting)", n=0)
     if not len(reference):
         return na("CMP", "the reference KG has no triples", n=0)
     found = set(_keys(graph))
-    covered = sum(k in found for k in _keys(reference))
-    return ok("CMP", 1.0 - (len(reference) - covered) / len(reference), n=len(reference), covered=covered)
+    gold = set(_keys(reference))
+    covered = len(gold & found)
+    return ok(
+        "CMP", 1.0 - (len(gold) - covered) / len(gold), n=len(gold), covered=covered, records=len(reference)
+    )
 
 
 # --------------------------------------------------------------------------- everything at once

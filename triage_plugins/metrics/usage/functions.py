@@ -76,7 +76,8 @@ def retrieval_path_cost(
 def hop_depth(retrieval: RetrievalEvent, *, grounder: Grounderlike | None = None) -> int | float | None:
     """ℓ(q) of TRIAGE eq. 33: the largest pairwise undirected shortest-path length among the grounded
     query entities in K_S; 0 for one retrieved entity; ``math.inf`` when a pair is disconnected or
-    grounding/retrieval failed; ``None`` when the mentions are unavailable (not evaluable)."""
+    grounding/retrieval failed for any mention (an unresolved one included); ``None`` when the
+    mentions are unavailable (not evaluable)."""
     hops, _ = QueryView(retrieval, grounder=grounder).hops()
     return hops if hops is None or hops == math.inf else int(hops)
 
@@ -171,7 +172,7 @@ def retrieval_path_recall(
     grounder: Grounderlike | None = None,
     closed_book: GenerationEvent | None = None,
 ) -> MetricResult:
-    """RPR = |K_S ∩ P*_q| / |P*_q| (TRIAGE eq. 35)."""
+    """RPR = |K_S ∩ P*_q| / |P*_q| (TRIAGE eq. 35); N/A when every gold path is empty (0/0)."""
     return QueryView(retrieval).rpr()
 
 
@@ -193,8 +194,10 @@ def hits_at_1(
     grounder: Grounderlike | None = None,
     closed_book: GenerationEvent | None = None,
 ) -> MetricResult:
-    """Hits@1 (TRIAGE §4.3.4, §5.1): 1 when a gold answer appears in the generated answer — as a
-    grounded answer entity, or as its normalized label, a whole phrase of the normalized answer."""
+    """Hits@1 (TRIAGE §4.3.4, §5.1): 1 when the answer names a gold answer by the gold-hit rule
+    (:mod:`triage_plugins.metrics.answers`): a grounded answer entity that is the gold answer, or a
+    form of it (id, label, alias; case, punctuation, articles, possessives, citations normalized) as
+    a whole phrase of the answer."""
     return QueryView(retrieval, generation, grounder=grounder).hits1()
 
 
@@ -205,8 +208,9 @@ def answer_f1(
     grounder: Grounderlike | None = None,
     closed_book: GenerationEvent | None = None,
 ) -> MetricResult:
-    """Answer-set F1 (TRIAGE §4.3.4): predicted set = grounded answer entities, minus the question's own
-    entities unless they are gold; F1 = 0 when the answer names no other entity."""
+    """Answer-set F1 (TRIAGE §4.3.4, after [64]): predicted set = grounded answer entities, minus the
+    question's own entities unless they are gold, matched to the gold answers by the gold-hit rule's
+    forms; F1 = 0 when the answer names no other entity (WebQSP's convention: P = 1, R = 0)."""
     return QueryView(retrieval, generation, grounder=grounder).f1()
 
 

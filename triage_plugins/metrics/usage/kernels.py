@@ -3,14 +3,18 @@ and KNI (answer time), eq. 34–35, CC, Hits@1 and F1 (gold)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+import weakref
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
 from triage_plugins.contract.events import GenerationEvent, Gold, RetrievalEvent, Triple
-from triage_plugins.contract.graph_view import normalize_label
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.citations import strip_citations
+from triage_plugins.metrics.answers import AnswerRule
 from triage_plugins.metrics.result import MetricResult, na, ok
 from triage_plugins.metrics.usage.views import (
     _NO_MENTIONS,
@@ -88,13 +92,16 @@ def _rpc(retrieval: RetrievalEvent) -> MetricResult:
 
 
 def _hops(q: _Mentions, sub: _Subgraph, conn: _Connectivity) -> tuple[float | None, str]:
-    """ℓ(q) and why (DESIGN §4): 0 for one retrieved entity, ∞ on disconnection or failure."""
+    """ℓ(q) and why (TRIAGE eq. 33, DESIGN §4): 0 for one retrieved entity, ∞ on disconnection or
+    when grounding or retrieval failed for *any* query mention (an unresolved one included)."""
     if not q.available:
         return None, "query mentions not supplied and no grounder to derive them"
     if q.n == 0:
         return math.inf, "no entity mention in the query"
     if not q.grounded:
         return math.inf, "no query mention grounded to the KG"
+    if q.unresolved:
+        return math.inf, f"{q.unresolved} query mention(s) not grounded to the KG"
     if any(n not in sub.nodes for n in q.grounded):
         return math.inf, "a grounded query entity is not in the retrieved subgraph"
     if conn.max_distance == math.inf:
@@ -191,7 +198,7 @@ def _arf(a: _Mentions, sub: _Subgraph, answer: str) -> MetricResult:
     ]
     if not cq:
         return na("ARF", "no retrieved triple joins two answer entities (|C_q|=0)", co_mentioned=0)
-    stems = _text_stems(answer)
+    stems = _text_stems(strip_citations(answer))
     stated = 0
     for t in cq:
         rel = _relation_stems(t.predicate)
@@ -215,11 +222,16 @@ def _gold_path_sets(gold: Gold) -> list[set[tuple[str, str, str]]]:
     return [{_triple_key(t) for t in path} for path in gold.paths if path]
 
 
+_EMPTY_PATHS = "every gold reasoning path is empty (|P*_q| = 0)"
+
+
 def _gpc(gold: Gold | None, sub: _Subgraph) -> MetricResult:
     if gold is None or not gold.paths:
         return _no_gold("GPC", "gold reasoning path")
-    have = {_triple_key(t) for t in sub.triples}
     paths = _gold_path_sets(gold)
+    if not paths:
+        return na("GPC", _EMPTY_PATHS, gold_paths=0)
+    have = {_triple_key(t) for t in sub.triples}
     covered = any(p <= have for p in paths)
     return ok("GPC", 1.0 if covered else 0.0, n=1, gold_paths=len(paths))
 
@@ -228,6 +240,8 @@ def _rpp_rpr(gold: Gold | None, sub: _Subgraph) -> tuple[MetricResult, MetricRes
     if gold is None or not gold.paths:
         return _no_gold("RPP", "gold reasoning path"), _no_gold("RPR", "gold reasoning path")
     star: set[tuple[str, str, str]] = set().union(*_gold_path_sets(gold))
+    if not star:
+        return na("RPP", _EMPTY_PATHS), na("RPR", _EMPTY_PATHS)
     have = {_triple_key(t) for t in sub.triples}
     both = len(have & star)
     rpp = (
@@ -255,14 +269,33 @@ def _cc(gold: Gold | None, sub: _Subgraph) -> MetricResult:
     return ok("CC", value, n=1, gold_answers=len(gold.answers), in_context=present)
 
 
-def _answer_hits(answers: Iterable[str], answer: str, a: _Mentions) -> set[str]:
-    """Gold answers found in the answer: by grounded node id, or as a whole phrase in its text."""
-    text = f" {normalize_label(answer)} "
-    grounded_norm = _normalized_nodes(a.grounded)
-    hits = set()
+_RULES: weakref.WeakKeyDictionary[Any, AnswerRule] = weakref.WeakKeyDictionary()
+_PLAIN_RULE = AnswerRule()
+
+
+def _rule(grounder: Grounderlike | None) -> AnswerRule:
+    """The gold-hit rule over the grounder's graph labels and aliases (when it has them), one per
+    grounder (its alias index is built once)."""
+    if grounder is None:
+        return _PLAIN_RULE
+    try:
+        return _RULES[grounder]
+    except (KeyError, TypeError):
+        pass
+    graph = getattr(grounder, "graph", None)
+    rule = AnswerRule(graph if isinstance(graph, GraphView) else None, getattr(grounder, "aliases", None))
+    with contextlib.suppress(TypeError):  # not weak-referenceable: used once
+        _RULES[grounder] = rule
+    return rule
+
+
+def _answer_hits(answers: Iterable[str], answer: str, a: _Mentions, rule: AnswerRule) -> set[str]:
+    """Gold answers the answer names: a grounded answer entity that *is* the gold answer
+    (:meth:`AnswerRule.same`), or a form of it as a whole phrase of the answer (:meth:`AnswerRule.hits`)."""
+    answers = tuple(answers)
+    hits = rule.hits(answer, answers)
     for g in answers:
-        norm = normalize_label(g)
-        if g in a.grounded or norm in grounded_norm or (norm and f" {norm} " in text):
+        if g not in hits and any(rule.same(n, g) for n in a.grounded):
             hits.add(g)
     return hits
 
@@ -270,38 +303,63 @@ def _answer_hits(answers: Iterable[str], answer: str, a: _Mentions) -> set[str]:
 def gold_answers_hit(
     answers: Iterable[str], generation: GenerationEvent, *, grounder: Grounderlike | None = None
 ) -> set[str]:
-    """The ``answers`` (node ids) that ``generation`` names: as a grounded answer entity, or as the
-    normalized label appearing as a whole phrase in the normalized answer text (Hits@1's test)."""
-    return _answer_hits(answers, generation.answer, _answer_mentions(generation, grounder))
+    """The ``answers`` (node ids) that ``generation`` names by the gold-hit rule
+    (:mod:`triage_plugins.metrics.answers`): as a grounded answer entity, or as a whole phrase of
+    the normalized answer text (Hits@1's test)."""
+    return _answer_hits(answers, generation.answer, _answer_mentions(generation, grounder), _rule(grounder))
 
 
-def _hits1(gold: Gold | None, generation: GenerationEvent | None, a: _Mentions | None) -> MetricResult:
+def _hits1(
+    gold: Gold | None,
+    generation: GenerationEvent | None,
+    a: _Mentions | None,
+    grounder: Grounderlike | None = None,
+) -> MetricResult:
     if gold is None or not gold.answers:
         return _no_gold("Hits@1", "gold answers")
     if generation is None or a is None:
         return _no_generation("Hits@1")
-    hits = _answer_hits(gold.answers, generation.answer, a)
+    hits = _answer_hits(gold.answers, generation.answer, a, _rule(grounder))
     return ok("Hits@1", 1.0 if hits else 0.0, n=1, gold_hit=len(hits))
 
 
 def _f1(
-    gold: Gold | None, generation: GenerationEvent | None, a: _Mentions | None, q: _Mentions
+    gold: Gold | None,
+    generation: GenerationEvent | None,
+    a: _Mentions | None,
+    q: _Mentions,
+    grounder: Grounderlike | None = None,
 ) -> MetricResult:
+    """Answer-set F1: predicted entities match gold answers by the gold-hit rule's forms (case,
+    punctuation, articles, aliases), so an id cased by the framework ("OSTRELIA") is the gold answer."""
     if gold is None or not gold.answers:
         return _no_gold("F1", "gold answers")
     if generation is None or a is None:
         return _no_generation("F1")
     if not a.available:
         return _mention_na("F1", a, "answer")
+    rule = _rule(grounder)
     gold_set = set(gold.answers)
-    predicted = set(a.grounded) - (q.grounded - gold_set)
-    hit = len(predicted & gold_set)
-    if not predicted:
+
+    def is_gold(node: str) -> bool:
+        return any(rule.same(node, g) for g in gold_set)
+
+    predicted = {n for n in a.grounded if n not in q.grounded or is_gold(n)}
+    found = {g for g in gold_set if any(rule.same(n, g) for n in predicted)}
+    hit = sum(1 for n in predicted if is_gold(n))
+    if not predicted:  # P = 0/0: WebQSP's convention ([64], whose F1 TRIAGE uses) scores P = 1, R = 0
         return ok(
-            "F1", 0.0, n=0, reason="the answer names no entity beyond the question's", predicted=0, correct=0
+            "F1",
+            0.0,
+            n=0,
+            reason="the answer names no entity beyond the question's (convention: P = 1, R = 0, F1 = 0)",
+            predicted=0,
+            correct=0,
+            precision=1.0,
+            recall=0.0,
         )
     precision = hit / len(predicted)
-    recall = hit / len(gold_set)
+    recall = len(found) / len(gold_set)
     f1 = 0.0 if hit == 0 else 2 * precision * recall / (precision + recall)
     return ok(
         "F1", f1, n=len(predicted), predicted=len(predicted), correct=hit, precision=precision, recall=recall

@@ -192,12 +192,12 @@ class QueryView:
         return _cc(self.retrieval.gold, self.sub)
 
     def hits1(self) -> MetricResult:
-        return _hits1(self.retrieval.gold, self.generation, self.a)
+        return _hits1(self.retrieval.gold, self.generation, self.a, self.grounder)
 
     def f1(self) -> MetricResult:
         if self.generation is None:
             return _f1(self.retrieval.gold, None, None, _NO_QUERY_MENTIONS)
-        return _f1(self.retrieval.gold, self.generation, self.a, self.q)
+        return _f1(self.retrieval.gold, self.generation, self.a, self.q, self.grounder)
 
 
 _NO_QUERY_MENTIONS = _Mentions(0, frozenset(), 0, False)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from triage_plugins.contract.events import GenerationEvent, RetrievalEvent
 from triage_plugins.contract.graph_view import normalize_label
+from triage_plugins.kg.citations import strip_citations
 
 
 class Grounderlike(Protocol):
@@ -80,7 +81,17 @@ def _query_mentions(retrieval: RetrievalEvent, grounder: Grounderlike | None) ->
 
 
 def _answer_mentions(generation: GenerationEvent, grounder: Grounderlike | None) -> _Mentions:
-    return _coalesce(generation.answer_mentions, generation.answer_grounding, generation.answer, grounder)
+    """M_a of the answer without its citations (:mod:`triage_plugins.kg.citations`): mentions are
+    derived from the cleaned text, and supplied mentions found only inside citations are dropped."""
+    answer = generation.answer
+    clean = strip_citations(answer)
+    mentions, grounding = generation.answer_mentions, generation.answer_grounding
+    if clean != answer and mentions:
+        words = f" {normalize_label(clean)} "
+        mentions = tuple(m for m in mentions if f" {normalize_label(m) or m} " in words)
+        if not mentions and grounder is None:  # every supplied mention was a citation: |M_a| = 0
+            return _Mentions(len(generation.answer_mentions), frozenset(), 0, True)
+    return _coalesce(mentions, grounding, clean, grounder)
 
 
 class _Subgraph:
