@@ -1,7 +1,7 @@
 """The store contract: the behaviour every backend behind :class:`triage_plugins.store.Store` shares.
 
-Each test runs against every backend in ``BACKENDS``; a new backend (PostgreSQL) joins by adding
-one opener there.
+Each test runs against every backend in ``BACKENDS``: SQLite (file, URL, memory) and PostgreSQL (a
+real server, a fresh database per test; see ``tests/store/pgserver.py``).
 """
 
 from __future__ import annotations
@@ -10,18 +10,19 @@ import pytest
 
 from triage_plugins.contract.errors import StoreError
 from triage_plugins.contract.events import FeedbackEvent, RetrievalEvent
-from triage_plugins.store import MetricRow, SQLiteStore, Store, is_store, open_store
+from triage_plugins.store import SCHEMA_VERSION, MetricRow, SQLiteStore, Store, is_store, open_store
 
 BACKENDS = {
-    "sqlite-file": lambda tmp_path: open_store(tmp_path / "contract.sqlite"),
-    "sqlite-url": lambda tmp_path: open_store(f"sqlite:///{tmp_path}/contract-url.sqlite"),
-    "sqlite-memory": lambda tmp_path: open_store(":memory:"),
+    "sqlite-file": lambda request, tmp_path: open_store(tmp_path / "contract.sqlite"),
+    "sqlite-url": lambda request, tmp_path: open_store(f"sqlite:///{tmp_path}/contract-url.sqlite"),
+    "sqlite-memory": lambda request, tmp_path: open_store(":memory:"),
+    "postgres": lambda request, tmp_path: open_store(request.getfixturevalue("postgres_url")),
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def store(request, tmp_path):
-    opened = BACKENDS[request.param](tmp_path)
+    opened = BACKENDS[request.param](request, tmp_path)
     yield opened
     opened.close()
 
@@ -31,6 +32,7 @@ def test_every_backend_implements_the_protocol(store):
     assert is_store(store)
     assert open_store(store) is store  # an opened store is passed through
     assert Store.open(store) is store
+    assert store.schema_version == SCHEMA_VERSION
 
 
 def test_paths_and_urls_are_not_stores(tmp_path):
@@ -39,10 +41,31 @@ def test_paths_and_urls_are_not_stores(tmp_path):
     assert isinstance(open_store(tmp_path / "y.sqlite"), SQLiteStore)
 
 
-@pytest.mark.parametrize("url", ["postgresql://user@localhost/db", "postgres://h/db"])
-def test_postgres_urls_say_what_is_missing(url):
-    with pytest.raises(StoreError, match="PostgreSQL"):
-        open_store(url)
+def test_unreachable_postgres_is_a_clear_error_without_the_password():
+    pytest.importorskip("psycopg")
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL store") as info:
+        open_store("postgresql://someone:s3cret-pw@127.0.0.1:1/db")
+    assert "s3cret-pw" not in str(info.value)
+    assert "127.0.0.1" in str(info.value)
+
+
+def test_the_environment_names_the_store(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRIAGE_STORE", raising=False)
+    monkeypatch.delenv("TRIAGE_STORE_URL", raising=False)
+    with pytest.raises(StoreError, match="TRIAGE_STORE_URL"):
+        open_store()
+    monkeypatch.setenv("TRIAGE_STORE", str(tmp_path / "old.sqlite"))
+    monkeypatch.setenv("TRIAGE_STORE_URL", f"sqlite:///{tmp_path}/env.sqlite")
+    with open_store() as opened:
+        assert opened.path == tmp_path / "env.sqlite"  # TRIAGE_STORE_URL wins
+
+
+def test_postgres_without_psycopg_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
+    with pytest.raises(StoreError, match=r'pip install "triage-plugins\[postgres\]"'):
+        open_store("postgresql://user@localhost/db")
 
 
 def test_runs_events_round_trip(store):
@@ -133,3 +156,56 @@ def test_prune_keeps_learned_scores_and_recent_runs(store):
     assert store.get_scores("triple")["t1"].raw == 105.0 and store.get_param("alpha") == 0.4
     assert store.prune(older_than=3600) == {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
     assert store.prune(older_than=0)["runs"] == 1
+
+
+def test_params_step_atomically_within_bounds(store):
+    assert store.add_param("alpha", 0.1, initial=0.5, bounds=(0.05, 0.95)) == pytest.approx(0.6)
+    assert store.add_param("alpha", -0.25, bounds=(0.05, 0.95)) == pytest.approx(0.35)
+    assert store.add_param("alpha", 5.0, bounds=(0.05, 0.95)) == 0.95  # clamped like a serial step
+    assert store.get_param("alpha") == 0.95
+    assert store.add_param("steps", 1.0) == 1.0 and store.add_param("steps", 2.0) == 3.0
+    with pytest.raises(RuntimeError), store.transaction():
+        store.add_param("steps", 10.0)
+        raise RuntimeError("undo")
+    assert store.get_param("steps") == 3.0
+    store.set_param("label", "text")
+    with pytest.raises(StoreError, match="not a number"):
+        store.add_param("label", 1.0)
+    with pytest.raises(StoreError, match="finite"):
+        store.add_param("alpha", float("inf"))
+
+
+def test_scores_changed_at_follows_every_write(store):
+    assert store.scores_changed_at("triple") is None
+    store.add_score("triple", "t1", 1.0)
+    first = store.scores_changed_at("triple")
+    assert first is not None and store.scores_changed_at("chunk") is None
+    store.set_score("triple", "t2", 50.0)
+    assert store.scores_changed_at("triple") >= first
+
+
+def test_last_event_of_a_query(store):
+    run = store.start_run("serve")
+    a = RetrievalEvent("fw", "q1", "first?", mentions=("A",))
+    b = RetrievalEvent("fw", "q1", "second?", mentions=("B",))
+    store.record_events([a, RetrievalEvent("other", "q1", "x?"), b, FeedbackEvent("fw", "q1", 1.0)], run)
+    assert store.last_event("retrieval", framework="fw", query_id="q1") == b
+    assert store.last_event("retrieval", framework="other", query_id="q1").query == "x?"
+    assert store.last_event("retrieval", framework="fw", query_id="nope") is None
+
+
+def test_unknown_run_ids_are_named(store):
+    with pytest.raises(StoreError, match="unknown run id 'nope'"):
+        store.record_event(FeedbackEvent("fw", "q", 1.0), "nope")
+    with pytest.raises(StoreError, match="unknown run id"):
+        store.record_metrics([MetricRow("query", "q", "ERC", 0.5, run_id="nope")])
+    assert store.counts()["events"] == 0 and store.counts()["metrics"] == 0
+
+
+def test_nested_transactions_roll_back_only_the_inner_part(store):
+    with store.transaction():
+        store.add_score("triple", "outer", 1.0)
+        with pytest.raises(RuntimeError), store.transaction():
+            store.add_score("triple", "inner", 1.0)
+            raise RuntimeError("undo inner")
+    assert set(store.get_scores("triple")) == {"outer"}

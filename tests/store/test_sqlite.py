@@ -104,7 +104,7 @@ def test_open_by_path_url_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert nested.is_file()
         assert s.path == nested
         assert s.url == f"sqlite:///{nested.resolve()}"
-        assert s.schema_version == SCHEMA_VERSION == 3
+        assert s.schema_version == SCHEMA_VERSION == 4
         s.set_param("x", 1)
     # sqlite:////absolute (SQLAlchemy convention) reopens the same file
     with Store.open(f"sqlite:///{nested}") as s:
@@ -134,12 +134,19 @@ def test_file_is_wal_with_normal_sync(store: Store) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["postgresql://user:secret@db/triage", "postgres://db/x", "postgresql+psycopg://h/d"]
+    "url",
+    [
+        "postgresql://user:secret@127.0.0.1:1/triage",
+        "postgres://127.0.0.1:1/x",
+        "postgresql+psycopg://127.0.0.1:1/d",
+    ],
 )
-def test_postgresql_urls_are_planned_not_available(url: str) -> None:
-    with pytest.raises(StoreError, match="PostgreSQL.*not available") as info:
-        Store.open(url)
+def test_postgresql_urls_open_the_postgres_backend(url: str) -> None:
+    pytest.importorskip("psycopg")
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as info:
+        Store.open(url)  # nothing listens on port 1: a clear error, not a local SQLite folder
     assert "secret" not in str(info.value)  # credentials are never echoed
+    assert not Path("postgresql:").exists()
 
 
 @pytest.mark.parametrize("url", ["mysql://h/d", "sqlite://relative.db", "sqlite:///x.db?mode=ro", ""])

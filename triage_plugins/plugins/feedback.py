@@ -31,13 +31,32 @@ judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), `
 have moved a little, so at 1σ a single, possibly wrong, feedback fused or suppressed; measured in
 ``benchmarks/RESULTS.md``: PQ-2H dev +8.7 → +10.0 points under 20 % flipped feedback, and the demo's
 held-out accuracy after 3 rounds, mean of seeds 0–3, 0.558 → 0.558 at 1σ and 0.558 → 0.600 at 2σ),
-``init`` (100), ``scale`` (200).
+``init`` (100), ``scale`` (200), ``staleness`` (1.0 s, see below).
+
+Sharing one store (DESIGN §7; ``docs/postgres.md``). Many workers (gunicorn workers, hosts) may
+learn from one store:
+
+- score increments are the store's atomic ``add_scores``; α steps are the store's atomic
+  ``add_param`` (clamped to ``alpha_bounds`` in the same statement), so concurrent steps compose
+  instead of the last writer winning;
+- feedback for a query this worker did not serve is learned from the retrieval (and generation)
+  the recorder stored, looked up by framework and query id (``store.last_event``); S_r then comes
+  from ``relevance`` (the framework's rerank relevance is known only to the worker that served it);
+- every ``staleness`` seconds at most, one indexed lookup (``store.scores_changed_at``) tells
+  whether any score changed since; if so (or if one changed within the last ``SETTLE`` seconds,
+  for transactions that committed after a newer one) the score cache is dropped and α re-read, so
+  another worker's learning shows within ``staleness`` seconds; ``0`` checks on every query;
+- feedback that cannot be attributed (no retrieval for its query id here or in the store, or a
+  retrieval with nothing to score) is logged once per cause and counted in :attr:`FeedbackLearner.unattributed`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -100,13 +119,19 @@ DEFAULTS: dict[str, Any] = {
     "width": 2.0,
     "init": 100.0,
     "scale": 200.0,
+    "staleness": 1.0,
 }
+#: Seconds after a score change during which every staleness check drops the cache again.
+SETTLE = 5.0
+
 
 @dataclass
 class _Model:
     scores: ContributionScores
-    optimizer: FeedbackOptimizer
+    optimizer: _SharedOptimizer
     evolution: KGEvolution
+    checked: float = -math.inf  # monotonic time of the last staleness check
+    seen: float | None = None  # the store's newest score change at that check
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,7 +147,45 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
         out[name] = value
     if not isinstance(out["memory"], int) or out["memory"] < 1:
         raise ConfigError(f"feedback.memory must be a whole number >= 1, got {out['memory']!r}")
+    stale = out["staleness"]
+    if (
+        isinstance(stale, bool)
+        or not isinstance(stale, int | float)
+        or not (math.isfinite(stale) and stale >= 0)
+    ):
+        raise ConfigError(f"feedback.staleness must be a number of seconds >= 0, got {stale!r}")
     return out
+
+
+class _SharedOptimizer(FeedbackOptimizer):
+    """:class:`FeedbackOptimizer` whose α steps are the store's atomic ``add_param`` (when it has one).
+
+    The step is the same as the base class's (eq. 9, bounded by ``max_alpha_step``), and the clamp
+    into ``alpha_bounds`` is applied by the store in the same statement, so steps of concurrent
+    workers compose as serial steps would. :attr:`alpha_steps` sums the steps this process sent.
+    """
+
+    alpha_steps: float = 0.0
+
+    def _alpha_step(self, d_alpha: float) -> float:
+        add_param = getattr(self.scores.store, "add_param", None)
+        if add_param is None or not self.learn_alpha or not math.isfinite(d_alpha):
+            return super()._alpha_step(d_alpha)
+        change = max(-self.max_alpha_step, min(self.max_alpha_step, -self.eta_alpha * d_alpha))
+        if change == 0.0:
+            return self._alpha
+        self._alpha = float(add_param(self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds))
+        self.alpha_steps += change
+        return self._alpha
+
+    def reload_alpha(self) -> None:
+        """Re-read the learned α from the store (another worker may have stepped it)."""
+        if not self.learn_alpha:
+            return
+        stored = self.scores.get_param(self.param_name)
+        if isinstance(stored, int | float) and not isinstance(stored, bool) and math.isfinite(stored):
+            lo, hi = self.alpha_bounds
+            self._alpha = min(max(float(stored), lo), hi)
 
 
 def _text(unit: Triple | Chunk) -> str:
@@ -152,6 +215,8 @@ class FeedbackLearner:
         self._lock = threading.RLock()
         self.last_update: Update | None = None
         self.last_evolution: EvolutionResult | None = None
+        #: Feedback events that changed nothing, per cause (each cause is logged once).
+        self.unattributed: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ state
 
@@ -173,7 +238,7 @@ class FeedbackLearner:
     def _build(self, unit: str) -> _Model:
         o = self.options
         scores = ContributionScores(self.manager.store, unit, init=o["init"], scale=o["scale"])  # type: ignore[arg-type]
-        optimizer = FeedbackOptimizer(
+        optimizer = _SharedOptimizer(
             scores,
             eta=o["eta"],
             max_step=o["max_step"],
@@ -276,24 +341,32 @@ class FeedbackLearner:
     ) -> np.ndarray:
         """P(t) of eq. 2 for ``ids`` with S_r = ``relevance``, times suppression factors."""
         model = self.model(unit)
+        self._keep_fresh(model)
         s_c = model.scores.normalized(ids)
         p = unit_priority(clamp_relevance(relevance), s_c, model.optimizer.alpha)
         factor = model.evolution.factors(ids, s_c)
         return p if factor is None else p * factor
 
     def learn(self, event: FeedbackEvent) -> Update | None:
-        """Backpropagate one feedback event into the scores; ``None`` when there is nothing to learn from."""
+        """Backpropagate one feedback event into the scores; ``None`` when there is nothing to learn from.
+
+        The query's retrieval is this worker's (remembered) or, failing that, the one stored by
+        whichever worker served it. Feedback that changes nothing is counted in :attr:`unattributed`.
+        """
         key = (event.framework, event.query_id)
         retrieval = self._retrievals.get(key)
-        if retrieval is None:
-            log.debug("feedback for %s/%s without a remembered retrieval; skipped", *key)
-            return None
         generation = self._generations.get(key)
+        if retrieval is None:
+            retrieval, generation = self._stored_state(key)
+        if retrieval is None:
+            self._unattributed("unknown query id", key)
+            return None
         unit = self.unit
         paths = self._paths(retrieval, unit)
         if not paths:
-            log.debug("feedback for %s/%s: the retrieval has no %s to score", *key, unit)
+            self._unattributed(f"no {unit} retrieved", key)
             return None
+        self._keep_fresh(self.model(unit))
         context = EvaluationContext(
             unit=unit,  # type: ignore[arg-type]
             answer_entities=tuple(v for v in generation.answer_grounding.values() if v) if generation else (),
@@ -323,6 +396,50 @@ class FeedbackLearner:
             update = model.optimizer.step(path_ids, utilities, relevance, factors)
         self.last_update = update
         return update
+
+    def _stored_state(self, key: tuple[str, str]) -> tuple[RetrievalEvent | None, GenerationEvent | None]:
+        """The retrieval and generation another worker stored for ``key`` (``(None, None)`` if none)."""
+        store = self.manager.store
+        lookup = getattr(store, "last_event", None)
+        if lookup is None:
+            return None, None
+        retrieval = lookup("retrieval", framework=key[0], query_id=key[1])
+        if not isinstance(retrieval, RetrievalEvent):
+            return None, None
+        generation = lookup("generation", framework=key[0], query_id=key[1])
+        if not isinstance(generation, GenerationEvent) or generation.context != "retrieved":
+            generation = None
+        return retrieval, generation
+
+    def _unattributed(self, cause: str, key: tuple[str, str]) -> None:
+        """Count feedback that changes no score; the first of each cause is a warning."""
+        with self._lock:
+            self.unattributed[cause] += 1
+            first = self.unattributed[cause] == 1
+        message = "feedback for %s/%s changed no score: %s"
+        if first:
+            log.warning(
+                message + "; logged once per cause, counted in FeedbackLearner.unattributed", *key, cause
+            )
+        else:
+            log.debug(message, *key, cause)
+
+    def _keep_fresh(self, model: _Model) -> None:
+        """Drop the score cache and re-read α when another worker changed them (at most every ``staleness`` s)."""
+        changed_at = getattr(self.manager.store, "scores_changed_at", None)
+        if changed_at is None:
+            return
+        now = time.monotonic()
+        if now - model.checked < self.options["staleness"]:
+            return
+        model.checked = now
+        newest = changed_at(model.scores.unit)
+        if newest is None:
+            return
+        if newest != model.seen or time.time() - newest < SETTLE:
+            model.seen = newest
+            model.scores.refresh()
+            model.optimizer.reload_alpha()
 
     def _paths(self, retrieval: RetrievalEvent, unit: str) -> list[tuple[Triple | Chunk, ...]]:
         if unit == "chunk":

@@ -23,6 +23,7 @@ Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(r
 from __future__ import annotations
 
 import atexit
+import contextvars
 import difflib
 import functools
 import importlib
@@ -60,7 +61,7 @@ from triage_plugins.runtime.isolation import (
     Suspended,
     SyncBudget,
 )
-from triage_plugins.store.base import is_store, open_store
+from triage_plugins.store.base import is_store, open_store, store_from_env
 
 if TYPE_CHECKING:
     from triage_plugins.store.base import Store
@@ -80,6 +81,7 @@ _NOTIFICATIONS: dict[str, type[Event]] = {
     "triage_feedback": FeedbackEvent,
 }
 _JOB = object()  # marks a deferred job among the queued notifications
+_IN_CONTEXT = object()  # marks an item delivered inside the emitting thread's contextvars (carry_context)
 DEFAULT_LANE, OTHER_LANE = "defaults", "plugins"
 LANES = (DEFAULT_LANE, OTHER_LANE)
 
@@ -189,6 +191,9 @@ class TriageManager:
         }
         self._callers: dict[tuple[str, str], Any] = {}  # (lane, hook) -> hook caller of that lane's plugins
         self._closed = False
+        #: Deliver each queued item inside a copy of the emitting thread's ``contextvars`` (set by
+        #: ``triage.otel`` so spans made on the worker parent to the host's current span).
+        self.carry_context = False
 
         budget = hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
         self.budget = SyncBudget(budget, cooldown=hook_cooldown)
@@ -431,9 +436,16 @@ class TriageManager:
         """Queue ``triage_generation(event)``."""
         self._emit("triage_generation", event)
 
-    def emit_feedback(self, event: FeedbackEvent) -> None:
-        """Queue ``triage_feedback(event)``."""
+    def emit_feedback(self, event: FeedbackEvent, *, wait: bool = False, timeout: float | None = 30.0) -> bool:
+        """Queue ``triage_feedback(event)``; with ``wait``, return once the default plugins handled it.
+
+        ``wait=True`` returns after the recorder committed the event to the store and the learner
+        applied it (everything queued before it too): a process killed afterwards loses nothing.
+        Without it the loss window is the queue: up to ``schedule_delay`` plus one batch.
+        :return: ``False`` only when ``wait`` timed out first.
+        """
         self._emit("triage_feedback", event)
+        return self._lanes[DEFAULT_LANE].flush(timeout) if wait else True
 
     def _emit(self, hook_name: str, event: Event) -> None:
         expected = _NOTIFICATIONS[hook_name]
@@ -449,7 +461,7 @@ class TriageManager:
         if self.synchronous or self._lanes[DEFAULT_LANE].on_worker():
             self._run_item(DEFAULT_LANE, (hook_name, event))
         else:
-            self._lanes[DEFAULT_LANE].submit((hook_name, event), event_weight(event))
+            self._lanes[DEFAULT_LANE].submit(self._carry((hook_name, event)), event_weight(event))
 
     def defer(self, fn: Callable[..., object], *args: object) -> bool:
         """Run ``fn(*args)`` on the delivery worker, in order with the queued notifications.
@@ -466,9 +478,12 @@ class TriageManager:
         if self.synchronous or lane.on_worker():
             self._run_item(DEFAULT_LANE, (_JOB, fn, args))
             return True
-        return lane.submit((_JOB, fn, args))
+        return lane.submit(self._carry((_JOB, fn, args)))
 
     def _run_item(self, lane: str, item: tuple) -> None:
+        if item[0] is _IN_CONTEXT:
+            item[1].run(self._run_item, lane, item[2])
+            return
         if item[0] is _JOB:
             _, fn, args = item
             try:
@@ -490,7 +505,11 @@ class TriageManager:
         if self.synchronous:
             self._deliver(others, hook_name, event)
         else:
-            self._lanes[OTHER_LANE].submit(item, event_weight(event))
+            self._lanes[OTHER_LANE].submit(self._carry(item), event_weight(event))
+
+    def _carry(self, item: tuple) -> tuple:
+        """``item``, wrapped with a copy of the caller's contextvars when :attr:`carry_context` is on."""
+        return (_IN_CONTEXT, contextvars.copy_context(), item) if self.carry_context else item
 
     def _caller(self, lane: str, hook_name: str) -> Any:
         """The hook caller that reaches only ``lane``'s plugins (cached until plugins change)."""
@@ -658,9 +677,9 @@ _default_lock = threading.Lock()
 
 
 def default_manager() -> TriageManager:
-    """A process-wide manager, created on first use (store from ``TRIAGE_STORE`` if set)."""
+    """A process-wide manager, created on first use (store from ``TRIAGE_STORE_URL`` / ``TRIAGE_STORE`` if set)."""
     global _default
     with _default_lock:
         if _default is None:
-            _default = TriageManager(store=os.environ.get("TRIAGE_STORE") or None)
+            _default = TriageManager(store=store_from_env())
         return _default

@@ -5,7 +5,9 @@ It *is* the learned model, so every backend keeps the same behaviour: scores cha
 increments, writes are transactions, undefined metrics are stored as ``None`` with a reason.
 
 Backends: SQLite (:mod:`triage_plugins.store.sqlite`, the default) for a path, a ``sqlite:///`` URL
-or ``":memory:"``. ``postgresql://`` URLs name the shared backend, which is not in this version.
+or ``":memory:"``; PostgreSQL (:mod:`triage_plugins.store.postgres`, one database shared by many
+workers and hosts) for a ``postgresql://`` or ``postgres://`` URL. ``TRIAGE_STORE_URL`` (else
+``TRIAGE_STORE``) names the store when none is given (:func:`store_from_env`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ if TYPE_CHECKING:
     from triage_plugins.contract.events import Event
     from triage_plugins.store.rows import MetricRow, RunRow, ScoreRow
 
-__all__ = ["Store", "StoreTarget", "is_store", "open_store"]
+__all__ = ["ENV_VARS", "Store", "StoreTarget", "is_store", "open_store", "store_from_env"]
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+#: Environment variables naming the store, first set wins.
+ENV_VARS = ("TRIAGE_STORE_URL", "TRIAGE_STORE")
 
 
 @runtime_checkable
@@ -105,6 +109,15 @@ class Store(Protocol):
 
     def set_param(self, name: str, value: Any) -> None: ...
 
+    def add_param(
+        self, name: str, delta: float, *, initial: float = 0.0, bounds: tuple[float, float] | None = None
+    ) -> float: ...
+
+    # what other processes changed, cheaply
+    def scores_changed_at(self, unit: str) -> float | None: ...
+
+    def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None: ...
+
     def counts(self) -> dict[str, int]: ...
 
     @staticmethod
@@ -121,23 +134,36 @@ def is_store(value: object) -> bool:
     return isinstance(value, Store)
 
 
-def open_store(target: StoreTarget, *, readonly: bool = False) -> Store:
+def store_from_env() -> str | None:
+    """The store ``TRIAGE_STORE_URL`` (else ``TRIAGE_STORE``) names, or ``None`` when neither is set."""
+    for name in ENV_VARS:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def open_store(target: StoreTarget | None = None, *, readonly: bool = False) -> Store:
     """Open (creating and migrating as needed) the store a path or URL names; a store is returned as is.
 
-    :param target: a path, ``sqlite:///relative`` / ``sqlite:////absolute``, ``":memory:"``, or a store.
+    :param target: a path, ``sqlite:///relative`` / ``sqlite:////absolute``, ``":memory:"``, a
+        ``postgresql://`` / ``postgres://`` URL, or a store; ``None`` = :func:`store_from_env`.
     :param readonly: open an existing store to read it; nothing is created or migrated.
-    :raises StoreError: the URL's scheme is unsupported or the file is not a triage store.
+    :raises StoreError: the URL's scheme is unsupported, the store cannot be reached or is not a
+        triage store, or no target was given and no environment variable names one.
     """
     if is_store(target):
         return target  # type: ignore[return-value]
+    if target is None:
+        target = store_from_env()
+        if target is None:
+            raise StoreError(f"no store given and none of {', '.join(ENV_VARS)} is set")
     if isinstance(target, str):
         scheme, sep, _ = target.strip().partition("://")
-        if sep and scheme.lower().startswith(POSTGRES_SCHEMES):
-            raise StoreError(
-                "PostgreSQL stores (postgresql:// URLs, for workers sharing one contribution table) are "
-                "planned but not available in this version of triage-plugins; use a SQLite path or a "
-                "sqlite:///path URL"
-            )
+        if sep and scheme.lower().partition("+")[0] in POSTGRES_SCHEMES:  # postgresql+psycopg:// too
+            from triage_plugins.store.postgres import PostgresStore
+
+            return PostgresStore(target, readonly=readonly)
     from triage_plugins.store.sqlite import SQLiteStore
 
     return SQLiteStore(target, readonly=readonly)  # type: ignore[arg-type]

@@ -45,6 +45,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import secrets
 import sqlite3
@@ -157,6 +158,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             json TEXT NOT NULL
         ) WITHOUT ROWID""",
         "ALTER TABLE events ADD COLUMN blob TEXT REFERENCES blobs(hash)",
+    ),
+    (  # 4: the newest score change per unit is one index lookup (bounded-staleness checks)
+        "CREATE INDEX scores_by_update ON scores (unit, updated_at)",
     ),
 )
 #: Event kinds stored once per distinct content (a graph event repeats the whole graph).
@@ -791,6 +795,24 @@ class SQLiteStore:
                 return
             last = rows[-1][0]
 
+    def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
+        """The most recently recorded event of ``kind`` for one query (one indexed lookup), or ``None``."""
+        sql = (
+            "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
+            "WHERE e.query_id = ? AND e.kind = ?"
+        )
+        params: list[Any] = [query_id, kind]
+        if framework is not None:
+            sql += " AND e.framework = ?"
+            params.append(framework)
+        rows = self._read(sql + " ORDER BY e.id DESC LIMIT 1", params)
+        if not rows:
+            return None
+        try:
+            return from_json(rows[0][1])
+        except EventError as exc:
+            raise StoreError(f"stored event {rows[0][0]} cannot be rebuilt: {exc}") from None
+
     # ------------------------------------------------------------------ metrics
 
     _INSERT_METRIC = (
@@ -951,6 +973,11 @@ class SQLiteStore:
                 rows.extend(self._read(f"{sql} AND id IN ({marks})", (unit, *page)))
         return {r[0]: ScoreRow(r[1], r[2], r[3]) for r in rows}
 
+    def scores_changed_at(self, unit: str) -> float | None:
+        """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""
+        rows = self._read("SELECT max(updated_at) FROM scores WHERE unit = ?", (unit,))
+        return None if rows[0][0] is None else float(rows[0][0])
+
     # ------------------------------------------------------------------ params
 
     def get_param(self, name: str, default: Any = None) -> Any:
@@ -968,6 +995,42 @@ class SQLiteStore:
                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                 (name, text, time.time()),
             )
+
+    def add_param(
+        self,
+        name: str,
+        delta: float,
+        *,
+        initial: float = 0.0,
+        bounds: tuple[float, float] | None = None,
+    ) -> float:
+        """Atomically step a numeric parameter: ``clamp(value + delta)``, inside one write transaction.
+
+        ``BEGIN IMMEDIATE`` holds the file's write lock from the read to the write, so concurrent
+        steps compose (none is lost), as serial steps in the order they took the lock.
+        :param initial: the value before the first step. :param bounds: ``(low, high)`` clamp
+        applied after each step. :return: the new value.
+        """
+        _need_text(name, "parameter name")
+        delta = _finite(delta, f"step of parameter {name!r}")
+        initial = _finite(initial, f"initial value of parameter {name!r}")
+        lo, hi = -math.inf, math.inf
+        if bounds is not None:
+            lo, hi = (_finite(b, f"bounds of parameter {name!r}") for b in bounds)
+            if lo > hi:
+                raise StoreError(f"bounds of parameter {name!r} must be (low, high) with low <= high")
+        with self._tx() as db:
+            row = db.execute("SELECT value FROM params WHERE name = ?", (name,)).fetchone()
+            value = initial if row is None else json.loads(row[0])
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise StoreError(f"parameter {name!r} is not a number; add_param steps numbers only")
+            new = min(max(float(value) + delta, lo), hi)
+            db.execute(
+                "INSERT INTO params (name, value, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (name, json.dumps(new), time.time()),
+            )
+        return new
 
     # ------------------------------------------------------------------ summary
 

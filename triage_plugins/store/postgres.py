@@ -1,0 +1,772 @@
+"""The PostgreSQL backend of the store (DESIGN §7): one database shared by many workers and hosts.
+
+:func:`triage_plugins.store.open_store` picks this backend for ``postgresql://`` and ``postgres://``
+URLs (libpq's syntax: ``postgresql://user[:password]@host[:port]/db[?options]``; passwords are
+better kept in ``PGPASSWORD`` or ``~/.pgpass``). :class:`PostgresStore` implements the
+:class:`~triage_plugins.store.Store` protocol with the same behaviour as
+:class:`~triage_plugins.store.sqlite.SQLiteStore`, table for table (see that module), in the
+connection's current schema (``search_path``; ``public`` by default):
+
+- a ``triage_store`` marker table holds the application name and the schema version; a database
+  whose schema has tables but no marker is refused, never migrated;
+- migrations (:data:`MIGRATIONS`) are numbered like SQLite's and applied under a transaction-level
+  advisory lock, so workers starting together migrate once; a newer schema is refused;
+- score increments and parameter steps (:meth:`PostgresStore.add_param`) are single
+  ``INSERT … ON CONFLICT DO UPDATE`` statements computed by the server: concurrent workers lose none;
+- connections come from a :mod:`psycopg_pool` pool (created again in a forked child; the parent's
+  connections are left alone). Every public write is one transaction; :meth:`PostgresStore.transaction`
+  groups several on the calling thread (nested uses become savepoints).
+
+psycopg is imported when a PostgreSQL store is opened, never before: install it with
+``pip install "triage-plugins[postgres]"``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from triage_plugins.contract.errors import EventError, StoreError
+from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
+from triage_plugins.store.rows import (
+    SCOPES,
+    TABLES,
+    MetricRow,
+    RunRow,
+    ScoreRow,
+    _dumps,
+    _finite,
+    _need_text,
+)
+from triage_plugins.store.sqlite import SQLiteStore
+
+__all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
+
+log = logging.getLogger("triage.store")
+
+APPLICATION = "triage-plugins"
+MARKER = "triage_store"
+_LOCK_KEY = 0x54524947  # advisory lock held while migrating ("TRIG", as SQLite's application_id)
+_PAGE = 500
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+#: Ordered migrations; migration ``i`` (1-based) brings a database to schema version ``i``. They
+#: mirror :data:`triage_plugins.store.sqlite.MIGRATIONS` (same tables, same version numbers).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: the marker, runs, events, metric rows, contribution scores
+        f"CREATE TABLE {MARKER} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        f"INSERT INTO {MARKER} (key, value) VALUES ('application', '{APPLICATION}'), ('schema_version', '0')",
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            config TEXT NOT NULL DEFAULT '{}',
+            started_at DOUBLE PRECISION NOT NULL,
+            ended_at DOUBLE PRECISION
+        )""",
+        """CREATE TABLE events (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            run_id TEXT REFERENCES runs(id),
+            kind TEXT NOT NULL,
+            framework TEXT,
+            query_id TEXT,
+            ts DOUBLE PRECISION NOT NULL,
+            json TEXT NOT NULL
+        )""",
+        """CREATE TABLE metrics (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            run_id TEXT REFERENCES runs(id),
+            scope TEXT NOT NULL CHECK (scope IN ('chunk', 'graph', 'query')),
+            scope_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value DOUBLE PRECISION,
+            reason TEXT,
+            n INTEGER,
+            framework TEXT,
+            retriever TEXT,
+            details TEXT NOT NULL DEFAULT '{}',
+            ts DOUBLE PRECISION NOT NULL,
+            CHECK (value IS NOT NULL OR reason IS NOT NULL)
+        )""",
+        """CREATE TABLE scores (
+            unit TEXT NOT NULL,
+            id TEXT NOT NULL,
+            raw DOUBLE PRECISION NOT NULL,
+            n_updates INTEGER NOT NULL DEFAULT 0,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (unit, id)
+        )""",
+    ),
+    (  # 2: learned parameters and lookup indexes
+        """CREATE TABLE params (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX events_by_run_kind ON events (run_id, kind)",
+        "CREATE INDEX events_by_kind ON events (kind)",
+        "CREATE INDEX events_by_query ON events (query_id)",
+        "CREATE INDEX metrics_by_run ON metrics (run_id)",
+        "CREATE INDEX metrics_by_scope_name ON metrics (scope, name)",
+    ),
+    (  # 3: delivery counts per run; graph snapshots stored once per distinct graph
+        "ALTER TABLE runs ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN undelivered INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE blobs (hash TEXT PRIMARY KEY, json TEXT NOT NULL)",
+        "ALTER TABLE events ADD COLUMN blob TEXT REFERENCES blobs(hash)",
+    ),
+    (  # 4: the newest score change per unit is one index lookup (bounded-staleness checks)
+        "CREATE INDEX scores_by_update ON scores (unit, updated_at)",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _psycopg() -> tuple[Any, Any]:
+    """``(psycopg, psycopg_pool)``, imported now; a clear error when they are not installed."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise StoreError(
+            f"PostgreSQL stores need psycopg 3 and psycopg-pool ({exc.name} is not installed): "
+            'pip install "triage-plugins[postgres]"'
+        ) from None
+    return psycopg, psycopg_pool
+
+
+def redact(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``, for messages and :attr:`PostgresStore.url`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _scrub(message: str, url: str) -> str:
+    """A driver message without the URL's password, on one line."""
+    password = urlsplit(url).password
+    text = " ".join(str(message).split())
+    return text.replace(password, "***") if password else text
+
+
+_FK_DETAIL = re.compile(r"Key \(run_id\)=\((?P<id>.*)\) is not present")
+
+
+class PostgresStore:
+    """A PostgreSQL trace + score store (module docstring; tables as in :mod:`~triage_plugins.store.sqlite`).
+
+    :param url: a ``postgresql://`` or ``postgres://`` URL.
+    :param readonly: read an existing store: nothing is created or migrated, sessions are read-only.
+    :param pool_size: most connections this process opens (default ``TRIAGE_STORE_POOL`` or 4).
+    :raises StoreError: psycopg is missing; the server cannot be reached (the message names the
+        host, never the password); the schema holds tables of another application; it was written
+        by a newer triage-plugins; or, read-only, it is not a current triage store.
+    """
+
+    def __init__(self, url: str, *, readonly: bool = False, pool_size: int | None = None) -> None:
+        self._psycopg, self._pool_module = _psycopg()
+        if not isinstance(url, str) or urlsplit(url.strip()).scheme.lower().partition("+")[0] not in (
+            "postgresql",
+            "postgres",
+        ):
+            raise StoreError(f"a PostgreSQL store is opened by a postgresql:// URL, got {redact(str(url))!r}")
+        scheme, _, rest = url.strip().partition("://")
+        self._conninfo = f"{scheme.partition('+')[0]}://{rest}"  # SQLAlchemy's postgresql+psycopg:// too
+        self.readonly = readonly
+        self._pool_size = pool_size or int(os.environ.get("TRIAGE_STORE_POOL", "4") or 4)
+        self._closed = False
+        self._local = threading.local()
+        self._pool_lock = threading.Lock()
+        self._pid = os.getpid()
+        self._pool = self._open_pool()
+        try:
+            self._prepare()
+        except BaseException:
+            self._pool.close()
+            raise
+        log.debug("opened store %s (schema %d)", self.url, SCHEMA_VERSION)
+
+    @classmethod
+    def open(cls, url: str | PostgresStore, *, readonly: bool = False) -> PostgresStore:
+        """Open (creating and migrating as needed) the store at ``url``; a store is returned as is."""
+        return url if isinstance(url, PostgresStore) else cls(url, readonly=readonly)
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def url(self) -> str:
+        """The URL the store was opened with, password replaced by ``***``."""
+        return redact(self._conninfo)
+
+    @property
+    def path(self) -> Path | None:
+        """Always ``None``: the store lives on a server."""
+        return None
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version recorded in the marker table."""
+        return self._version()
+
+    def __repr__(self) -> str:
+        return f"<PostgresStore {self.url} {'closed' if self._closed else 'open'}>"
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ connections
+
+    def _open_pool(self) -> Any:
+        options = {"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT_SECONDS)}
+        if self.readonly:
+            options["options"] = "-c default_transaction_read_only=on"
+        pool = self._pool_module.ConnectionPool(
+            self._conninfo, min_size=1, max_size=max(1, self._pool_size), kwargs=options,
+            open=False, name="triage-store", timeout=CONNECT_TIMEOUT_SECONDS,
+        )  # fmt: skip
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)  # failures are raised as StoreError
+        try:
+            pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+        except Exception:  # noqa: BLE001 - reported below, with the driver's own reason
+            pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL store {self.url}: {self._probe()}") from None
+        return pool
+
+    def _probe(self) -> str:
+        """Why a connection fails (one direct attempt, so the message carries the server's reason)."""
+        try:
+            self._psycopg.connect(self._conninfo, connect_timeout=int(CONNECT_TIMEOUT_SECONDS)).close()
+        except Exception as exc:  # noqa: BLE001
+            return _scrub(str(exc), self._conninfo) or type(exc).__name__
+        return f"no connection within {CONNECT_TIMEOUT_SECONDS:.0f} s"
+
+    def _pool_now(self) -> Any:
+        if self._closed:
+            raise StoreError(f"store {self.url} is closed")
+        if os.getpid() != self._pid:
+            with self._pool_lock:
+                if os.getpid() != self._pid:  # forked: the parent's connections are never touched
+                    self._pid = os.getpid()
+                    self._local = threading.local()
+                    self._pool = self._open_pool()
+        return self._pool
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        """This thread's transaction connection if one is open, else a pooled one."""
+        active = getattr(self._local, "conn", None)
+        if active is not None:
+            yield active
+            return
+        try:
+            with self._pool_now().connection() as conn:
+                yield conn
+        except self._pool_module.PoolTimeout:
+            raise StoreError(f"no connection to {self.url} within {CONNECT_TIMEOUT_SECONDS:.0f} s") from None
+        except self._psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL store {self.url}: {_scrub(str(exc), self._conninfo)}") from None
+
+    @contextmanager
+    def _tx(self) -> Iterator[Any]:
+        """A transaction on this thread's connection (a savepoint when one is already open)."""
+        with self._conn() as conn:
+            outer = getattr(self._local, "conn", None) is None
+            if outer:
+                self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield conn
+            except self._psycopg.Error as exc:
+                raise self._error(exc) from exc
+            finally:
+                if outer:
+                    self._local.conn = None
+
+    def _error(self, exc: Exception) -> StoreError:
+        errors = self._psycopg.errors
+        if isinstance(exc, errors.ForeignKeyViolation) and "run_id" in str(exc):
+            match = _FK_DETAIL.search(getattr(exc.diag, "message_detail", "") or "")
+            run_id = match.group("id") if match else None
+            return StoreError(f"unknown run id {run_id!r}: get run ids from start_run() of this store")
+        if isinstance(exc, errors.ReadOnlySqlTransaction):
+            return StoreError(f"store {self.url} is open read-only")
+        return StoreError(
+            f"write to {self.url} failed and was rolled back: {_scrub(str(exc), self._conninfo)}"
+        )
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresStore]:
+        """Group writes atomically on this thread: ``BEGIN`` … ``COMMIT``, ``ROLLBACK`` on an exception.
+
+        Nested uses (and the public methods' writes inside) become savepoints of the outer transaction.
+        """
+        with self._tx():
+            yield self
+
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
+        with self._conn() as conn:
+            try:
+                return conn.execute(sql, tuple(params)).fetchall()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"reading {self.url} failed: {_scrub(str(exc), self._conninfo)}") from None
+
+    def _write(self, conn: Any, sql: str, params: Any = (), *, many: bool = False) -> Any:
+        try:
+            if many:
+                cur = conn.cursor()
+                cur.executemany(sql, params)
+                return cur
+            return conn.execute(sql, params)
+        except UnicodeEncodeError as exc:
+            raise StoreError(f"text cannot be stored as UTF-8 (lone surrogate?): {exc}") from None
+
+    def close(self) -> None:
+        """Close this process's pool (idempotent); later calls raise :class:`StoreError`."""
+        with self._pool_lock:
+            if self._closed:
+                return
+            self._closed = True
+        if os.getpid() == self._pid:
+            self._pool.close()
+
+    # ------------------------------------------------------------------ schema
+
+    def _identity(self, conn: Any) -> tuple[str | None, int, bool]:
+        """``(application, schema version, the schema has any table)`` of the current schema."""
+        has_marker, has_tables = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL, EXISTS (SELECT 1 FROM pg_tables "
+            "WHERE schemaname = current_schema())",
+            (MARKER,),
+        ).fetchone()
+        if not has_marker:
+            return None, 0, bool(has_tables)
+        rows = dict(conn.execute(f"SELECT key, value FROM {MARKER}").fetchall())
+        return rows.get("application"), int(rows.get("schema_version", 0)), True
+
+    def _version(self) -> int:
+        with self._conn() as conn:
+            try:
+                return self._identity(conn)[1]
+            except self._psycopg.Error as exc:
+                raise StoreError(f"reading {self.url} failed: {_scrub(str(exc), self._conninfo)}") from None
+
+    def _check(self, app: str | None, version: int, has_tables: bool) -> None:
+        where = self.url
+        if app is None and has_tables:
+            raise StoreError(
+                f"{where} is a PostgreSQL database but not a triage store (its schema has tables of its own "
+                f"and no {MARKER} table); it is left untouched: use an empty database or another schema"
+            )
+        if app is not None and app != APPLICATION:
+            raise StoreError(f"{where} holds a store of another application ({app!r})")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{where} has store schema version {version}, newer than the {SCHEMA_VERSION} this "
+                "triage-plugins understands; upgrade triage-plugins to open it"
+            )
+        if self.readonly and version < SCHEMA_VERSION:
+            raise StoreError(
+                f"{where} has store schema {version}; open it writable once to migrate it to {SCHEMA_VERSION}"
+            )
+
+    def _prepare(self) -> None:
+        """Check the schema is ours and not newer; apply missing migrations under an advisory lock."""
+        with self._conn() as conn:
+            try:
+                self._check(*self._identity(conn))
+                if self.readonly:
+                    return
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                    app, version, has_tables = self._identity(conn)  # another worker may have migrated
+                    self._check(app, version, has_tables)
+                    for number in range(version + 1, SCHEMA_VERSION + 1):
+                        for statement in MIGRATIONS[number - 1]:
+                            conn.execute(statement)
+                        conn.execute(
+                            f"UPDATE {MARKER} SET value = %s WHERE key = 'schema_version'", (str(number),)
+                        )
+                        log.info("store %s migrated to schema %d", self.url, number)
+            except self._psycopg.Error as exc:
+                raise StoreError(
+                    f"preparing {self.url} failed: {_scrub(str(exc), self._conninfo)}; is it a triage store?"
+                ) from None
+
+    # ------------------------------------------------------------------ runs
+
+    def start_run(self, kind: str, config: Mapping[str, Any] | None = None) -> str:
+        """Record a new run and return its id (``<UTC time>-<random hex>``, sortable by start)."""
+        _need_text(kind, "run kind")
+        config_json = _dumps(dict(config or {}), f"config of run kind {kind!r}", allow_nan=False)
+        now = time.time()
+        run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + "-" + secrets.token_hex(4)
+        with self._tx() as conn:
+            self._write(
+                conn,
+                "INSERT INTO runs (id, kind, config, started_at) VALUES (%s, %s, %s, %s)",
+                (run_id, kind, config_json, now),
+            )
+        return run_id
+
+    def end_run(self, run_id: str, *, dropped: int = 0, undelivered: int = 0) -> None:
+        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store."""
+        counts = []
+        for name, value in (("dropped", dropped), ("undelivered", undelivered)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise StoreError(f"{name} must be a whole number >= 0, got {value!r}")
+            counts.append(value)
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET ended_at = %s, dropped = %s, undelivered = %s WHERE id = %s",
+                (time.time(), *counts, run_id),
+            )
+            if cur.rowcount == 0:
+                raise StoreError(f"unknown run id {run_id!r}")
+
+    def runs(self, kind: str | None = None) -> list[RunRow]:
+        """The runs, oldest first, optionally of one kind."""
+        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered FROM runs"
+        params: tuple = ()
+        if kind is not None:
+            sql += " WHERE kind = %s"
+            params = (kind,)
+        rows = self._read(sql + " ORDER BY started_at, id", params)
+        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6]) for r in rows]
+
+    def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete a run with its events and metric rows; returns how many rows each table lost."""
+        return self._delete_runs([run_id])
+
+    def prune(self, *, older_than: float | None = None, keep_runs: int | None = None) -> dict[str, int]:
+        """Delete old runs with their events and metric rows; learned scores and parameters stay.
+
+        Same arguments and checks as :meth:`SQLiteStore.prune <triage_plugins.store.sqlite.SQLiteStore.prune>`.
+        """
+        return SQLiteStore.prune(self, older_than=older_than, keep_runs=keep_runs)  # type: ignore[arg-type]
+
+    def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
+        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
+        with self._tx() as conn:
+            for run_id in run_ids:
+                out["events"] += conn.execute("DELETE FROM events WHERE run_id = %s", (run_id,)).rowcount
+                out["metrics"] += conn.execute("DELETE FROM metrics WHERE run_id = %s", (run_id,)).rowcount
+                out["runs"] += conn.execute("DELETE FROM runs WHERE id = %s", (run_id,)).rowcount
+            out["blobs"] = conn.execute(
+                "DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.blob = b.hash)"
+            ).rowcount
+        return out
+
+    # ------------------------------------------------------------------ events
+
+    _INSERT_EVENT = (
+        "INSERT INTO events (run_id, kind, framework, query_id, ts, json, blob) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+    )
+    _INSERT_BLOB = "INSERT INTO blobs (hash, json) VALUES (%s, %s) ON CONFLICT (hash) DO NOTHING"
+
+    def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
+        """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
+        row = SQLiteStore._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
+        *columns, blob, text = row
+        with self._tx() as conn:
+            if blob is not None:
+                self._write(conn, self._INSERT_BLOB, (blob, text))
+            cur = self._write(conn, self._INSERT_EVENT + " RETURNING id", (*columns, blob))
+            return int(cur.fetchone()[0])
+
+    def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
+        """Store many events in one transaction (all or none); returns how many were written."""
+        now = time.time()
+        count = 0
+        with self._tx() as conn:
+            for chunk in _chunks(events):
+                rows = [SQLiteStore._event_row(event, run_id, now) for event in chunk]
+                blobs = {row[6]: row[7] for row in rows if row[6] is not None}
+                if blobs:
+                    self._write(conn, self._INSERT_BLOB, list(blobs.items()), many=True)
+                self._write(conn, self._INSERT_EVENT, [row[:7] for row in rows], many=True)
+                count += len(rows)
+        return count
+
+    def events(
+        self,
+        kind: str | type[Event] | None = None,
+        run_id: str | None = None,
+        *,
+        framework: str | None = None,
+        query_id: str | None = None,
+    ) -> Iterator[Event]:
+        """The stored events in recording order; filters combine with AND; read in pages."""
+        if isinstance(kind, type):
+            kind = getattr(kind, "kind", None)
+        if kind is not None and kind not in EVENT_TYPES:
+            raise StoreError(f"unknown event kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("kind", kind),
+            ("run_id", run_id),
+            ("framework", framework),
+            ("query_id", query_id),
+        ):
+            if value is not None:
+                where.append(f"e.{column} = %s")
+                params.append(value)
+        return self._iter_events(" AND ".join(["e.id > %s", *where]), params)
+
+    def _iter_events(self, where: str, params: list[Any], *, order: str = "") -> Iterator[Event]:
+        last = 0
+        while True:
+            rows = self._read(
+                "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
+                f"WHERE {where} ORDER BY e.id LIMIT {_PAGE}",
+                [last, *params],
+            )
+            for row_id, text in rows:
+                try:
+                    yield from_json(text)
+                except EventError as exc:
+                    raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
+            if len(rows) < _PAGE:
+                return
+            last = rows[-1][0]
+
+    def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
+        """The most recently recorded event of ``kind`` for one query (one indexed lookup), or ``None``."""
+        sql = (
+            "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
+            "WHERE e.query_id = %s AND e.kind = %s"
+        )
+        params: list[Any] = [query_id, kind]
+        if framework is not None:
+            sql += " AND e.framework = %s"
+            params.append(framework)
+        rows = self._read(sql + " ORDER BY e.id DESC LIMIT 1", params)
+        if not rows:
+            return None
+        try:
+            return from_json(rows[0][1])
+        except EventError as exc:
+            raise StoreError(f"stored event {rows[0][0]} cannot be rebuilt: {exc}") from None
+
+    # ------------------------------------------------------------------ metrics
+
+    _INSERT_METRIC = (
+        "INSERT INTO metrics (run_id, scope, scope_id, name, value, reason, n, framework, retriever, "
+        "details, ts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    )
+
+    def record_metric(
+        self,
+        scope: str,
+        scope_id: str,
+        name: str,
+        value: float | None,
+        reason: str | None = None,
+        *,
+        run_id: str | None = None,
+        framework: str | None = None,
+        retriever: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        n: int | None = None,
+    ) -> None:
+        """Store one metric value; ``None`` needs a ``reason`` (undefined is not zero)."""
+        row = MetricRow(scope, scope_id, name, value, reason, run_id, framework, retriever, details or {}, n)
+        values = SQLiteStore._metric_row(row, run_id, time.time())
+        with self._tx() as conn:
+            self._write(conn, self._INSERT_METRIC, values)
+
+    def record_metrics(self, rows: Iterable[MetricRow], *, run_id: str | None = None) -> int:
+        """Store many metric rows in one transaction (all or none); ``run_id`` fills rows without one."""
+        now = time.time()
+        count = 0
+        with self._tx() as conn:
+            for chunk in _chunks(rows):
+                values = [SQLiteStore._metric_row(row, run_id, now) for row in chunk]
+                self._write(conn, self._INSERT_METRIC, values, many=True)
+                count += len(values)
+        return count
+
+    def metrics(
+        self,
+        scope: str | None = None,
+        name: str | None = None,
+        run_id: str | None = None,
+        *,
+        scope_id: str | None = None,
+        framework: str | None = None,
+        retriever: str | None = None,
+    ) -> list[MetricRow]:
+        """The stored metric rows in recording order; filters combine with AND."""
+        if scope is not None and scope not in SCOPES:
+            raise StoreError(f"unknown metric scope {scope!r}; expected one of {SCOPES}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("scope", scope), ("name", name), ("run_id", run_id), ("scope_id", scope_id),
+            ("framework", framework), ("retriever", retriever),
+        ):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+        sql = "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts FROM metrics"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._read(sql + " ORDER BY id", params)
+        return [
+            MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------------ contribution scores
+
+    _UPSERT_SCORE = (
+        "INSERT INTO scores AS s (unit, id, raw, n_updates, updated_at) VALUES (%s, %s, %s + %s, 1, %s) "
+        "ON CONFLICT (unit, id) DO UPDATE SET raw = s.raw + %s, n_updates = s.n_updates + 1, "
+        "updated_at = excluded.updated_at RETURNING raw"
+    )
+
+    def add_score(self, unit: str, id: str, delta: float, *, init: float = 100.0) -> float:
+        """Atomically add ``delta`` to a raw score (a new id starts at ``init``); returns the new raw."""
+        return self.add_scores(unit, {id: delta}, init=init)[id]
+
+    def add_scores(self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0) -> dict[str, float]:
+        """Atomically add each ``deltas[id]`` in one transaction; the server computes ``raw + delta``.
+
+        Ids are written in sorted order, so concurrent batches over the same ids cannot deadlock.
+        """
+        _need_text(unit, "score unit")
+        init = _finite(init, "init")
+        checked: list[tuple[str, float]] = []
+        for item_id, delta in deltas.items():
+            _need_text(item_id, f"{unit} id")
+            checked.append((item_id, _finite(delta, f"score delta of {unit} {item_id!r}")))
+        now = time.time()
+        out: dict[str, float] = {}
+        with self._tx() as conn:
+            for item_id, delta in sorted(checked):
+                cur = self._write(conn, self._UPSERT_SCORE, (unit, item_id, init, delta, now, delta))
+                out[item_id] = float(cur.fetchone()[0])
+        return {item_id: out[item_id] for item_id, _ in checked}
+
+    def set_score(self, unit: str, id: str, raw: float) -> None:
+        """Overwrite a raw score (suppression, resets); keeps its update count (0 for a new id)."""
+        _need_text(unit, "score unit")
+        _need_text(id, f"{unit} id")
+        raw = _finite(raw, f"raw score of {unit} {id!r}")
+        with self._tx() as conn:
+            self._write(
+                conn,
+                "INSERT INTO scores (unit, id, raw, n_updates, updated_at) VALUES (%s, %s, %s, 0, %s) "
+                "ON CONFLICT (unit, id) DO UPDATE SET raw = excluded.raw, updated_at = excluded.updated_at",
+                (unit, id, raw, time.time()),
+            )
+
+    def get_scores(self, unit: str, ids: Iterable[str] | None = None) -> dict[str, ScoreRow]:
+        """Raw scores of ``unit`` (all of them, or only ``ids``; ids never updated are absent)."""
+        sql = "SELECT id, raw, n_updates, updated_at FROM scores WHERE unit = %s"
+        if ids is None:
+            rows = self._read(sql, (unit,))
+        else:
+            wanted = list(dict.fromkeys(ids))
+            rows = []
+            for start in range(0, len(wanted), _PAGE):
+                rows.extend(self._read(sql + " AND id = ANY(%s)", (unit, wanted[start : start + _PAGE])))
+        return {r[0]: ScoreRow(r[1], r[2], r[3]) for r in rows}
+
+    def scores_changed_at(self, unit: str) -> float | None:
+        """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""
+        rows = self._read("SELECT max(updated_at) FROM scores WHERE unit = %s", (unit,))
+        return None if rows[0][0] is None else float(rows[0][0])
+
+    # ------------------------------------------------------------------ params
+
+    def get_param(self, name: str, default: Any = None) -> Any:
+        """A stored parameter's JSON value, or ``default`` when it was never set."""
+        rows = self._read("SELECT value FROM params WHERE name = %s", (name,))
+        return json.loads(rows[0][0]) if rows else default
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Store a parameter (any JSON-serializable value, finite numbers only); the last write wins."""
+        _need_text(name, "parameter name")
+        text = _dumps(value, f"parameter {name!r}", allow_nan=False)
+        with self._tx() as conn:
+            self._write(
+                conn,
+                "INSERT INTO params (name, value, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (name, text, time.time()),
+            )
+
+    def add_param(
+        self,
+        name: str,
+        delta: float,
+        *,
+        initial: float = 0.0,
+        bounds: tuple[float, float] | None = None,
+    ) -> float:
+        """Atomically step a numeric parameter: ``clamp(value + delta)`` computed by the server.
+
+        Concurrent steps compose (none is lost), as serial steps would in the order the server
+        applies them. :param initial: the value before the first step. :param bounds: ``(low, high)``
+        clamp applied after each step. :return: the new value.
+        """
+        _need_text(name, "parameter name")
+        delta = _finite(delta, f"step of parameter {name!r}")
+        initial = _finite(initial, f"initial value of parameter {name!r}")
+        lo, hi = _bounds(bounds, name)
+        sql = (
+            "INSERT INTO params AS p (name, value, updated_at) "
+            "VALUES (%(name)s, (LEAST(GREATEST(%(init)s::float8 + %(d)s, %(lo)s), %(hi)s))::text, %(now)s) "
+            "ON CONFLICT (name) DO UPDATE SET "
+            "value = (LEAST(GREATEST(p.value::float8 + %(d)s, %(lo)s), %(hi)s))::text, "
+            "updated_at = excluded.updated_at RETURNING value"
+        )
+        args = {"name": name, "init": initial, "d": delta, "lo": lo, "hi": hi, "now": time.time()}
+        try:
+            with self._tx() as conn:
+                return float(json.loads(self._write(conn, sql, args).fetchone()[0]))
+        except StoreError as exc:
+            if "invalid input syntax" in str(exc):
+                raise StoreError(
+                    f"parameter {name!r} is not a number; add_param steps numbers only"
+                ) from None
+            raise
+
+    # ------------------------------------------------------------------ summary
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table: runs, events, metrics, scores, params, blobs."""
+        return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}
+
+
+def _bounds(bounds: tuple[float, float] | None, name: str) -> tuple[float, float]:
+    if bounds is None:
+        return -float("inf"), float("inf")
+    lo, hi = (_finite(b, f"bounds of parameter {name!r}") for b in bounds)
+    if lo > hi:
+        raise StoreError(f"bounds of parameter {name!r} must be (low, high) with low <= high, got {bounds!r}")
+    return lo, hi
+
+
+def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:
+    from triage_plugins.store.sqlite import _chunks as chunks
+
+    return chunks(items)
