@@ -433,9 +433,11 @@ def score_cmd(
 
     Fields a pipeline could not supply may be missing: mentions and grounding are then derived with
     the default grounder over the last graph event, and what cannot be computed is shown as N/A
-    with the reason.
+    with the reason. The file is read in two streaming passes, so memory does not grow with its
+    length (--json is written as queries are scored).
     """
-    from triage_plugins.apps.score import read_events, render_score_report, report_json, score_events
+    from triage_plugins.apps.score import render_score_report
+    from triage_plugins.apps.score_file import score_file, write_json_report
     from triage_plugins.kg.ontology import load_ontology
 
     if not events.exists():
@@ -443,12 +445,18 @@ def score_cmd(
     try:
         onto = load_ontology(ontology) if ontology else None
         ref = _load_reference(reference) if reference else None
-        report = score_events(read_events(events), ontology=onto, reference=ref)
+        options = {"ontology": onto, "reference": ref, "keep": max_queries}
+        if json_out is not None:
+            report = write_json_report(json_out, events, **options)
+        else:
+            report = score_file(events, **options)
     except TriageError as exc:
         _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot write {json_out}: {exc.strerror or exc}")
     render_score_report(report, console, max_queries=max_queries)
     if json_out is not None:
-        _save(json_out, report_json(report), "report")
+        console.print(Text(f"report written to {json_out}", style="dim"), soft_wrap=True)
 
 
 def _rows_from_store(path: str) -> list[dict]:

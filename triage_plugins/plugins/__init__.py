@@ -12,4 +12,5 @@ DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("triage.usage", "triage_plugins.plugins.usage:UsageRecorder"),
     ("triage.gate", "triage_plugins.plugins.gate:DefaultGate"),
     ("triage.feedback", "triage_plugins.plugins.feedback:FeedbackLearner"),
+    ("triage.otel", "triage_plugins.plugins.otel:otel_plugin"),
 )
