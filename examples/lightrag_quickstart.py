@@ -27,18 +27,21 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rag = await build_rag(tmp, [d.text for d in world.documents])  # <- your LightRAG instance
         inst = LightRAGInstrumentor().instrument(rag, store=Path(tmp) / "triage.sqlite", reweight=True)
+        answers = {}
         for question in world.questions:
             with inst.query(question.id):
-                answer = await rag.aquery(question.text, QueryParam(mode="hybrid"))
+                answer = await rag.aquery(question.text, QueryParam(mode="hybrid"))  # LightRAG's own str
             correct = any(a in answer for a in question.answers)
             inst.feedback(question.id, 1.0 if correct else 0.0, source="gold")
-            gate = getattr(answer, "gate", None)
-            sys.stdout.write(
-                f"{question.id}  {question.text}\n    -> {answer}  [{gate.action if gate else 'proceed'}]\n"
-            )
+            answers[question] = answer
         written = await inst.aflush()  # deliver events, learn, write triage_score onto the edges
-        store = inst.manager.store
+        for question, answer in answers.items():
+            # The default gate only records its decision (warn mode); it never changes the answer.
+            decision = inst.gate_decision(question.id)
+            action = decision.action if decision else "no decision"
+            sys.stdout.write(f"{question.id}  {question.text}\n    -> {answer}  [gate: {action}]\n")
         sys.stdout.write(f"\nlearned scores written to {written} graph edges\n")
+        store = inst.manager.store
         final = {row.scope_id: row for row in store.metrics(scope="query", name="signature")}  # last row wins
         for qid, row in final.items():
             sys.stdout.write(f"{qid:8} signature: {row.reason}  (failed link: {row.details.get('failed')})\n")

@@ -147,7 +147,7 @@ def test_recorder_without_a_store_computes_quietly() -> None:
 
 
 def test_gate_reroutes_a_connectivity_gap(tmp_path: Path) -> None:
-    manager, _, _ = _manager(tmp_path)
+    manager, _, _ = _manager(tmp_path, TriageConfig(options={"gate.mode": "reroute"}))
     manager.emit_graph(GraphEvent("mine", GRAPH))
     decision = manager.gate(_retrieval("q1", FIG4_QUERY, (T1, T2)))
     assert decision.action == "reroute"
@@ -157,7 +157,7 @@ def test_gate_reroutes_a_connectivity_gap(tmp_path: Path) -> None:
 
 
 def test_gate_reroutes_a_retrieval_gap_and_warns_out_of_scope(tmp_path: Path) -> None:
-    manager, _, _ = _manager(tmp_path)
+    manager, _, _ = _manager(tmp_path, TriageConfig(options={"gate.mode": "reroute"}))
     gap = manager.gate(
         _retrieval("q", "x", (T3,), {"Inception": "Inception", "Interstellar": "Interstellar"})
     )

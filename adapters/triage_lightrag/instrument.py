@@ -8,10 +8,16 @@ restores each of them:
 ============================================  ================================================
 wrapped attribute                             why
 ============================================  ================================================
-``rag.ainsert``                               extraction events per chunk + a graph event
+``rag.apipeline_process_enqueue_documents``   extraction events per processed chunk + a graph
+                                              event (``ainsert``/``insert`` and the server's
+                                              ``/documents`` routes all reach it)
+``rag.doc_status.upsert``                     notes the documents that became ``processed``
+``rag.adelete_by_doc_id``, ``adelete_by_*``,  a graph event after each deletion or edit
+``aedit_*``, ``acreate_*``, ``amerge_entities``,
+``ainsert_custom_kg``
 ``rag.aquery_data``                           retrieval event (every mode)
-``rag.aquery_llm``, ``rag.aquery``            retrieval, gate, generation (``query*``/``insert``
-                                              reach these through the instance)
+``rag.aquery_llm``                            retrieval, gate, generation (``aquery``, ``query*``
+                                              reach it through the instance)
 ``rag.entities_vdb.query``                    RPC: entities scored by the vector query
 ``rag.relationships_vdb.query``               RPC; with triple reweighting, global-mode order
 ``rag.chunk_entity_relation_graph.``          with triple reweighting: local-mode order
@@ -27,12 +33,25 @@ Private LightRAG surface read (no patching): the ``llm_cache_list`` of a chunk r
 ``return`` field of ``llm_response_cache`` entries (the raw extraction completions), the
 ``distance`` field of vector hits, and the facts that local mode sorts edges by
 ``(edge_degrees_batch rank, weight)`` and global mode keeps ``relationships_vdb.query`` order.
-Events are built on the manager's delivery worker (``_defer``), never on the host's path.
+Events are built on the manager's delivery worker (``_defer``), never on the host's path; the gate
+is asked there too unless ``gate.mode = "reroute"`` was chosen (then the host waits for it, in a
+thread under the manager's hook budget); ``triage_rerank`` is asked in a thread under that budget,
+so no synchronous hook ever blocks LightRAG's event loop.
+
+**Observe-only by default.** With reweighting off and no gate mode chosen (``gate.mode`` defaults
+to ``"warn"``), LightRAG's answers and return types are those of the plain instance: one pass
+through LightRAG's own ``aquery_llm``, nothing added to what it returns. The gate's decision is
+recorded (:meth:`LightRAGInstrumentor.gate_decision`) and never acted on. ``reroute`` is an
+explicit opt-in and even then LightRAG's own types come back; the decision travels on the query
+(``gate_decision(query_id)``), not in the answer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import inspect
 import logging
 import threading
 import time
@@ -57,24 +76,41 @@ from triage_lightrag.translate import (
 from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
 from triage_plugins.adapter_kit.logprobs import lookup_logprobs
 from triage_plugins.adapter_kit.lru import LRU
-from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError, TriageError
 from triage_plugins.contract.events import FeedbackEvent, GateDecision, GenerationEvent, GraphEvent
 
 if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
 
-__all__ = ["FRAMEWORK", "GatedAnswer", "LightRAGInstrumentor", "instrument"]
+__all__ = ["FRAMEWORK", "GatedAnswer", "LightRAGInstrumentor", "UnknownQueryError", "instrument"]
 
 log = logging.getLogger("triage.lightrag")
 
 _MARKER = "_triage_lightrag_instrumentation"
 _REQUIRED = ("ainsert", "aquery_data", "aquery_llm", "chunk_entity_relation_graph", "relationships_vdb")
 RECENT_QUERIES = 2048  # queries whose retrieved edges are kept for persisting learned scores
+#: LightRAG methods after which the graph changed (deletions, edits, custom KG): a graph event follows
+GRAPH_EDITS = (
+    "adelete_by_doc_id",
+    "adelete_by_entity",
+    "adelete_by_relation",
+    "aedit_entity",
+    "aedit_relation",
+    "acreate_entity",
+    "acreate_relation",
+    "amerge_entities",
+    "ainsert_custom_kg",
+)
 _warned: set[str] = set()
 
 
+class UnknownQueryError(TriageError, LookupError):
+    """Feedback names a query id this instrumentor never saw, or saw too long ago to remember."""
+
+
 class GatedAnswer(str):
-    """``aquery``'s answer when the gate warned or rerouted: equal to the text, with ``.gate``."""
+    """Kept for old imports only: answers are never wrapped any more (LightRAG's own types come
+    back; the gate's decision is :meth:`LightRAGInstrumentor.gate_decision`)."""
 
     gate: GateDecision
 
@@ -95,6 +131,23 @@ class _QueryState:
     chunk_ids: dict[str, str] = field(default_factory=dict)  # chunk text -> chunk id
 
 
+@dataclass
+class _Issued:
+    """What the instrumentor remembers of a query id it handed out (bounded LRU)."""
+
+    streaming: bool = False  # an answer stream is open: feedback waits for its end
+    held: list[FeedbackEvent] = field(default_factory=list)
+
+
+def host_wait(budget: Any) -> float | None:
+    """How long a query waits for a synchronous hook call: four per-plugin budgets, at least 1 s
+    (``None``, no bound, when the budget is off). Long enough for the defaults to answer after one
+    slow plugin was cut off; short enough that a hung plugin cannot hold a query."""
+    if budget is None or not budget.enabled:
+        return None
+    return max(1.0, 4.0 * budget.seconds)
+
+
 class LightRAGInstrumentor(Instrumentor):
     """Instrumentor of one ``LightRAG`` instance (see the module docstring and the kit's base)."""
 
@@ -111,8 +164,12 @@ class LightRAGInstrumentor(Instrumentor):
         # query id -> (triple id, subject, object) of what it retrieved; ids alone cannot be split
         # back into the entity pair when a name contains "|"
         self._recent: LRU[str, tuple[tuple[str, str, str], ...]] = LRU(RECENT_QUERIES)
+        self._issued: LRU[str, _Issued] = LRU(RECENT_QUERIES)
+        self._decisions: LRU[str, GateDecision] = LRU(RECENT_QUERIES)
+        self._processed: dict[str, tuple[str, tuple[str, ...]]] = {}  # doc id -> (track id, chunk ids)
         self._dirty: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
+        self._passthrough: set[int] = set()  # wrappers left in place under someone else's (LIFO)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("lightrag-hku >= 1.5.7, < 1.6",)
@@ -127,7 +184,23 @@ class LightRAGInstrumentor(Instrumentor):
         """Events (and event-building jobs) the manager's full queue dropped."""
         return int(getattr(self._manager, "dropped", 0))
 
+    @property
+    def gate_mode(self) -> str:
+        """``"off"`` (``config.gate`` false), ``"warn"`` (the default: record only) or ``"reroute"``."""
+        from triage_plugins.plugins.gate import DEFAULT_GATE_MODE
+
+        config = self.manager.config
+        if not getattr(config, "gate", True):
+            return "off"
+        return str(config.options.get("gate.mode", DEFAULT_GATE_MODE))
+
     # ------------------------------------------------------------------ lifecycle
+
+    def uninstrument(self) -> None:
+        """Remove our wrappers (LIFO-safe: a wrapper someone installed over ours stays, and ours
+        under it becomes a pass-through), close an owned manager (stopping its worker thread).
+        Feedback after this raises :class:`ConfigError`."""
+        super().uninstrument()
 
     def _instrument(self, rag: Any) -> None:
         for name in _REQUIRED:
@@ -138,10 +211,13 @@ class LightRAGInstrumentor(Instrumentor):
         existing = getattr(rag, "__dict__", {}).get(_MARKER)
         if existing is not None and existing is not self:
             raise ConfigError("this LightRAG instance is already instrumented: uninstrument() that first")
-        self._wrap_attribute(rag, "ainsert", self._make_ainsert)
+        self._wrap_attribute(rag, "apipeline_process_enqueue_documents", self._make_process)
+        self._wrap_attribute(rag.doc_status, "upsert", self._make_doc_status_upsert)
+        for name in GRAPH_EDITS:
+            if callable(getattr(rag, name, None)):
+                self._wrap_attribute(rag, name, self._make_graph_edit)
         self._wrap_attribute(rag, "aquery_data", self._make_aquery_data)
         self._wrap_attribute(rag, "aquery_llm", self._make_aquery_llm)
-        self._wrap_attribute(rag, "aquery", self._make_aquery)
         self._wrap_attribute(rag.entities_vdb, "query", self._make_entities_query)
         self._wrap_attribute(rag.relationships_vdb, "query", self._make_relationships_query)
         if self.reweight and self.unit == "triple":
@@ -160,12 +236,132 @@ class LightRAGInstrumentor(Instrumentor):
         self._on_uninstrument(lambda: rag.__dict__.pop(_MARKER, None))
         self._graph_stale = True
 
+    def _wrap_attribute(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        """The kit's wrapper, made LIFO-safe: ours is restored only while it is still the attribute.
+
+        When another tool wrapped the attribute after us, uninstrument leaves its wrapper (which
+        holds ours) in place and turns ours into a pass-through to the original.
+        """
+        had = name in getattr(owner, "__dict__", {})
+        original = getattr(owner, name)
+        inner = make(original)
+        key = id(inner)
+        passthrough = self._passthrough
+
+        if inspect.iscoroutinefunction(inner):
+
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
+                if key in passthrough:
+                    return await original(*args, **kwargs)
+                return await inner(*args, **kwargs)
+
+        else:
+
+            def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+                if key in passthrough:
+                    return original(*args, **kwargs)
+                return inner(*args, **kwargs)
+
+        with contextlib.suppress(AttributeError, TypeError):
+            functools.update_wrapper(wrapper, original if callable(original) else inner)
+        setattr(owner, name, wrapper)
+        self._originals[(id(owner), name)] = original
+
+        def undo() -> None:
+            if getattr(owner, "__dict__", {}).get(name) is not wrapper:
+                passthrough.add(key)  # someone wrapped over us: keep their wrapper working
+                log.info(
+                    "triage_lightrag: %s.%s was wrapped after us; ours stays as a pass-through",
+                    type(owner).__name__,
+                    name,
+                )
+                return
+            if had:
+                setattr(owner, name, original)
+            else:
+                with contextlib.suppress(AttributeError):
+                    delattr(owner, name)
+
+        self._on_uninstrument(undo)
+
+    def _wrap_item(self, mapping: Any, key: str, value: Any) -> None:
+        """The kit's item swap, LIFO-safe: restored only while the item is still ours."""
+        had, old = key in mapping, mapping.get(key)
+        mapping[key] = value
+
+        def undo() -> None:
+            if mapping.get(key) is not value:
+                return
+            if had:
+                mapping[key] = old
+            else:
+                mapping.pop(key, None)
+
+        self._on_uninstrument(undo)
+
     # ------------------------------------------------------------------ feedback and persistence
+
+    def feedback(
+        self, query_id: str, score: float, source: str = "human", raw: str | int | float | None = None
+    ) -> FeedbackEvent:
+        """Send a score in [0, 1] for a query this instrumentor answered (kit's ``feedback``).
+
+        Never a silent no-op:
+
+        - not instrumented (or after :meth:`uninstrument`): raises :class:`ConfigError`;
+        - an id this instrumentor never handed out, or one older than the last
+          ``RECENT_QUERIES`` (2048) queries: raises :class:`UnknownQueryError` (the server answers 404);
+        - a query whose answer stream is still open: the feedback is held and applied once the
+          stream has been read to its end (or closed; then a warning says the answer is partial).
+        """
+        if not self._instrumented:
+            raise ConfigError("feedback() on an instrumentor that is not instrumented (uninstrument()ed?)")
+        issued = self._issued.get(query_id)
+        if issued is None:
+            raise UnknownQueryError(
+                f"unknown or expired query id {query_id!r}: not among the last {RECENT_QUERIES} "
+                "queries this instrumentor answered"
+            )
+        event = FeedbackEvent(self.framework, query_id, score, source, raw)  # type: ignore[arg-type]
+        with self._lock:
+            if issued.streaming:
+                issued.held.append(event)
+                return event
+        self._defer("feedback event", self._emit_feedback, event)
+        return event
+
+    def knows_query(self, query_id: str) -> bool:
+        """Whether ``query_id`` is a query this instrumentor answered recently (feedback accepted)."""
+        return query_id in self._issued
+
+    def awaiting_stream(self, query_id: str) -> bool:
+        """Whether feedback for ``query_id`` is held until its answer stream ends."""
+        issued = self._issued.get(query_id)
+        return issued is not None and issued.streaming
+
+    def gate_decisions(self) -> list[tuple[str, GateDecision]]:
+        """(query id, decision) of the recent queries the gate decided, oldest first."""
+        return self._decisions.items()
+
+    def gate_decision(self, query_id: str) -> GateDecision | None:
+        """The gate's decision for a query (after :meth:`flush` in ``warn`` mode, where the gate runs
+        on the delivery worker); ``None`` when the gate is off or has not decided yet."""
+        return self._decisions.get(query_id)
 
     def _emit_feedback(self, event: FeedbackEvent) -> None:
         with self._lock:
             self._dirty.update({tid: (a, b) for tid, a, b in self._recent.get(event.query_id, ())})
         super()._emit_feedback(event)
+
+    def _release_held(self, query_id: str) -> None:
+        issued = self._issued.get(query_id)
+        if issued is None:
+            return
+        with self._lock:
+            issued.streaming = False
+            held, issued.held = issued.held, []
+        for event in held:
+            self._defer("feedback event", self._emit_feedback, event)
 
     async def apersist(self) -> int:
         """Write learned triple scores to the graph as the ``triage_score`` edge attribute.
@@ -199,37 +395,95 @@ class LightRAGInstrumentor(Instrumentor):
         await asyncio.to_thread(self.flush)
         return await self.apersist()
 
-    # ------------------------------------------------------------------ insert: extraction + graph
+    # ------------------------------------------------------------------ ingestion: extraction + graph
 
-    def _make_ainsert(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def ainsert(*args: Any, **kwargs: Any) -> Any:
-            track_id = await original(*args, **kwargs)
+    def _make_doc_status_upsert(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Note each document LightRAG marks ``processed`` (every ingestion route writes it here)."""
+
+        async def upsert(data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+            result = await original(data, *args, **kwargs)
             try:
-                await self._after_insert(track_id)
+                self._note_processed(data)
             except Exception as exc:  # noqa: BLE001
-                self._failed("post-insert events", exc)
-            return track_id
+                self._failed("reading document status", exc)
+            return result
 
-        return ainsert
+        return upsert
 
-    async def _after_insert(self, track_id: str) -> None:
+    def _note_processed(self, data: Any) -> None:
+        if not isinstance(data, dict):
+            return
+        for doc_id, row in data.items():
+            if (
+                not isinstance(row, dict)
+                or str(getattr(row.get("status"), "value", row.get("status"))) != "processed"
+            ):
+                continue
+            chunks = tuple(c for c in row.get("chunks_list") or () if isinstance(c, str) and c)
+            with self._lock:
+                self._processed[str(doc_id)] = (str(row.get("track_id") or doc_id), chunks)
+
+    def _make_process(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """``apipeline_process_enqueue_documents``: after it, the processed chunks' extraction
+        events and a graph event (``ainsert``/``insert`` and the server's uploads all end here)."""
+
+        async def apipeline_process_enqueue_documents(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                try:
+                    await self._after_processing()
+                except Exception as exc:  # noqa: BLE001
+                    self._failed("post-ingestion events", exc)
+
+        return apipeline_process_enqueue_documents
+
+    def _make_graph_edit(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """A deletion or an entity/relation edit: the graph event follows the live graph."""
+
+        async def edit(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                self._graph_stale = True
+                try:
+                    await self._refresh_graph()
+                except Exception as exc:  # noqa: BLE001
+                    self._failed("graph event after an edit", exc)
+
+        return edit
+
+    async def _after_processing(self) -> None:
         from lightrag.utils import normalize_entity_name
 
+        with self._lock:
+            processed, self._processed = self._processed, {}
         rag = self.rag
-        docs = await rag.aget_docs_by_track_id(track_id) if track_id else {}
-        chunk_ids = [cid for status in docs.values() for cid in (getattr(status, "chunks_list", None) or ())]
-        records = await rag.text_chunks.get_by_ids(chunk_ids) if chunk_ids else []
         temperature = (rag.llm_model_kwargs or {}).get("temperature")
-        for cid, record in zip(chunk_ids, records, strict=False):
-            completions = await self._completions(cid, record) if record else None
-            if completions is None:
-                continue
-            event = extraction_event(
-                track_id, cid, record, completions, normalize=normalize_entity_name,
-                logprobs_of=lookup_logprobs, model=str(rag.llm_model_name), temperature=temperature,
-            )  # fmt: skip
-            self._guard("extraction event", self.manager.emit_extraction, event)
-        await self._refresh_graph()
+        model = str(rag.llm_model_name)
+        for track_id, chunk_ids in processed.values():
+            records = await rag.text_chunks.get_by_ids(list(chunk_ids)) if chunk_ids else []
+            for cid, record in zip(chunk_ids, records, strict=False):
+                completions = await self._completions(cid, record) if record else None
+                if completions is None:
+                    continue
+                # parsing the completions is CPU work: done on the delivery worker
+                self._defer(
+                    "extraction event", self._emit_extraction, track_id, cid, dict(record), completions,
+                    normalize_entity_name, model, temperature,
+                )  # fmt: skip
+        if processed or self._graph_stale:
+            await self._refresh_graph()
+
+    def _emit_extraction(
+        self, run_id: str, cid: str, record: dict[str, Any], completions: list[str],
+        normalize: Callable[[str], str], model: str, temperature: Any,
+    ) -> None:  # fmt: skip
+        event = extraction_event(
+            run_id, cid, record, completions, normalize=normalize, logprobs_of=lookup_logprobs,
+            model=model, temperature=temperature,
+        )  # fmt: skip
+        self.manager.emit_extraction(event)
 
     async def _completions(self, chunk_id: str, record: dict[str, Any]) -> list[str] | None:
         """The raw extraction completions LightRAG cached for one chunk (``None``: none cached)."""
@@ -276,6 +530,8 @@ class LightRAGInstrumentor(Instrumentor):
 
     def _begin(self, query: str) -> tuple[_QueryState, Any]:
         state = _QueryState(query=query, query_id=self._next_query_id())
+        if state.query_id not in self._issued:
+            self._issued.put(state.query_id, _Issued())
         return state, self._state.set(state)
 
     def _make_aquery_data(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -295,60 +551,60 @@ class LightRAGInstrumentor(Instrumentor):
 
         return aquery_llm
 
-    def _make_aquery(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def aquery(query: str, param: Any = None, system_prompt: str | None = None) -> Any:
-            result = await self.rag.aquery_llm(query, _param(param), system_prompt)
-            llm_response = result.get("llm_response", {})
-            if llm_response.get("is_streaming"):
-                return llm_response.get("response_iterator")
-            content = llm_response.get("content", "")
-            gate = result.get("triage_gate")
-            if isinstance(content, str) and gate is not None:
-                return GatedAnswer(content, GateDecision.from_dict(gate))
-            return content
-
-        return aquery
-
     async def _answer(
         self, original: Callable[..., Any], query: str, param: Any, args: tuple, kwargs: dict
     ) -> Any:
-        """Retrieval -> gate -> generation for ``aquery_llm`` (and ``aquery`` through it).
+        """Retrieval -> gate -> generation for ``aquery_llm`` (and ``aquery``/``query*`` through it).
 
-        With the gate on, retrieval runs once through ``aquery_data`` (event + gate), then
-        LightRAG's own ``aquery_llm`` answers with the same keywords pinned in the ``QueryParam``
-        (no second keyword LLM call; the same prompt, so the same answer). With the gate off
-        (``manager.config.gate = False``) there is a single pass and the retrieval event is built
-        from ``aquery_llm``'s own payload.
+        Default (gate ``warn`` or off): one pass through LightRAG's own ``aquery_llm``; the retrieval
+        event is built from its payload and the gate is asked on the delivery worker, so nothing
+        changes for the host. ``gate.mode = "reroute"`` (opt-in): retrieval runs first through
+        ``aquery_data`` and the host waits for the gate (in a thread, under the hook budget); on a
+        reroute LightRAG retrieves again with the suggestion, then answers with the keywords of
+        that retrieval pinned in the ``QueryParam`` (no second keyword call).
         """
         if param.mode == "bypass":
             return await self._generate(original, query, param, args, kwargs, context="none")
         await self._ensure_graph()
-        if not getattr(self.manager.config, "gate", True):
-            return await self._generate(original, query, param, args, kwargs, emit_retrieval=True)
-        decision: GateDecision | None = None
+        mode = self.gate_mode
+        if mode != "reroute":
+            return await self._generate(original, query, param, args, kwargs, gate=mode != "off")
         try:
-            param, decision = await self._retrieve_and_gate(query, param)
+            param = await self._retrieve_and_gate(query, param)
         except Exception as exc:  # noqa: BLE001 - fall back to LightRAG's own path
             self._failed("pre-answer retrieval", exc)
-        return await self._generate(original, query, param, args, kwargs, decision=decision)
+        return await self._generate(original, query, param, args, kwargs, emit=False)
 
-    async def _retrieve_and_gate(self, query: str, param: Any) -> tuple[Any, GateDecision | None]:
+    async def _retrieve_and_gate(self, query: str, param: Any) -> Any:
+        """The opt-in synchronous gate: retrieve, ask the gate off the loop, reroute at most once."""
         data_fn = self._original(self.rag, "aquery_data")
         result, state, seconds = await self._retrieve(data_fn, query, param)
-        event = self._guard("retrieval event", self._retrieval_event, state, param.mode, result, seconds)
-        if event is None:
-            return param, None
-        self._guard("retrieval event", self.manager.emit_retrieval, event)
-        decision = self._guard("gate", self.manager.gate, event)
+        decision = await self._off_loop(
+            "gate", self._retrieval_and_gate, state, param.mode, snapshot(result), seconds
+        )
         pinned = pin_keywords(param, result)
         if decision is None or decision.action != "reroute":
-            return pinned, decision
+            return pinned
         rerouted = reroute(pinned, decision.suggestion)
         result, state, seconds = await self._retrieve(data_fn, query, rerouted)
-        second = self._guard("retrieval event", self._retrieval_event, state, rerouted.mode, result, seconds)
-        if second is not None:
-            self._guard("retrieval event", self.manager.emit_retrieval, second)
-        return rerouted, decision
+        self._defer("retrieval event", self._emit_retrieval, state, rerouted.mode, snapshot(result), seconds)
+        return rerouted
+
+    async def _off_loop(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a thread, awaited at most :func:`host_wait` seconds (``None`` past it).
+
+        A synchronous hook (gate, rerank) never blocks LightRAG's event loop. The manager already
+        holds each plugin to its budget (a plugin over it has its answer discarded and is skipped for
+        a cool-down, so the defaults answer); this wait only bounds a call that hangs: past it, the
+        host goes on with its own order / proceeds, and the failure is counted.
+        """
+        timeout = host_wait(getattr(self._manager, "budget", None))
+        call = asyncio.to_thread(self._guard, what, fn, *args)
+        try:
+            return await (call if timeout is None else asyncio.wait_for(call, timeout))
+        except TimeoutError:
+            self._failed(what, TimeoutError(f"no answer within {timeout:g} s; host order kept"))
+            return None
 
     async def _retrieve(
         self, fn: Callable[..., Any], query: str, param: Any, *args: Any, **kwargs: Any
@@ -370,20 +626,24 @@ class LightRAGInstrumentor(Instrumentor):
         args: tuple,
         kwargs: dict,
         *,
-        decision: GateDecision | None = None,
-        emit_retrieval: bool = False,
+        gate: bool = False,
+        emit: bool = True,
         context: str = "retrieved",
     ) -> Any:
+        """LightRAG's own ``aquery_llm``; events are built on the worker, the result is returned as is."""
         t0 = time.perf_counter()
         result, state, seconds = await self._retrieve(original, query, param, *args, **kwargs)
-        if emit_retrieval:
-            self._defer("retrieval event", self._emit_retrieval, state, param.mode, snapshot(result), seconds)
-        if decision is not None and decision.action != "proceed" and isinstance(result, dict):
-            result["triage_gate"] = decision.to_dict()
+        if emit and context != "none":
+            self._defer(
+                "retrieval event", self._emit_retrieval, state, param.mode, snapshot(result), seconds, gate
+            )
         llm_response = result.get("llm_response") if isinstance(result, dict) else None
         if not isinstance(llm_response, dict):
             return result
         if llm_response.get("is_streaming") and llm_response.get("response_iterator") is not None:
+            issued = self._issued.get(state.query_id)
+            if issued is not None:
+                issued.streaming = True
             llm_response["response_iterator"] = self._stream(
                 llm_response["response_iterator"], state.query_id, t0, context
             )
@@ -396,11 +656,21 @@ class LightRAGInstrumentor(Instrumentor):
         self, iterator: AsyncIterator[str], qid: str, t0: float, context: str
     ) -> AsyncIterator[str]:
         parts: list[str] = []
-        async for piece in iterator:
-            parts.append(str(piece))
-            yield piece
-        seconds = time.perf_counter() - t0
-        self._defer("generation event", self._emit_generation, qid, "".join(parts), seconds, context)
+        finished = False
+        try:
+            async for piece in iterator:
+                parts.append(str(piece))
+                yield piece
+            finished = True
+        finally:
+            seconds = time.perf_counter() - t0
+            if not finished:
+                log.warning(
+                    "triage_lightrag: the answer stream of %s was closed before its end; its generation "
+                    "event holds the part read (%d pieces) and held feedback applies to it", qid, len(parts),
+                )  # fmt: skip
+            self._defer("generation event", self._emit_generation, qid, "".join(parts), seconds, context)
+            self._release_held(qid)
 
     # ------------------------------------------------------------------ events (built on the worker)
 
@@ -416,14 +686,29 @@ class LightRAGInstrumentor(Instrumentor):
         self._recent.put(state.query_id, tuple((t.id, t.subject, t.object) for t in event.subgraph.triples))
         return event
 
-    def _emit_retrieval(self, state: _QueryState, mode: str, result: Any, seconds: float) -> None:
-        self.manager.emit_retrieval(self._retrieval_event(state, mode, result, seconds))
+    def _emit_retrieval(
+        self, state: _QueryState, mode: str, result: Any, seconds: float, gate: bool = False
+    ) -> None:
+        """Emit the retrieval event; with ``gate``, ask the gate and record its decision (``warn``
+        mode: on the worker, never acted on)."""
+        event = self._retrieval_event(state, mode, result, seconds)
+        self.manager.emit_retrieval(event)
+        if gate:
+            self._decisions.put(state.query_id, self.manager.gate(event))
+
+    def _retrieval_and_gate(self, state: _QueryState, mode: str, result: Any, seconds: float) -> GateDecision:
+        """The synchronous gate (``reroute`` mode), run in a thread: event, emit, decision."""
+        event = self._retrieval_event(state, mode, result, seconds)
+        self.manager.emit_retrieval(event)
+        decision = self.manager.gate(event)
+        self._decisions.put(state.query_id, decision)
+        return decision
 
     def _emit_generation(self, qid: str, answer: str, seconds: float, context: str) -> None:
         mentions: tuple[str, ...] = ()
         grounding: dict[str, str | None] = {}
         if self._grounder is not None and answer:
-            found = self._grounder.ground(answer)
+            found = self._grounder.ground_answer(answer)
             mentions, grounding = tuple(found.mentions), dict(found.grounding)
         self.manager.emit_generation(
             GenerationEvent(FRAMEWORK, qid, answer, mentions, grounding, None, seconds, context)  # type: ignore[arg-type]
@@ -457,7 +742,7 @@ class LightRAGInstrumentor(Instrumentor):
             state.relations_scored += len(results)
             if not reorder:
                 return results
-            ordered = self._guard("global reweighting", order_relations, results, self._ask(state))
+            ordered = await self._off_loop("global reweighting", order_relations, results, self._ask(state))
             return results if ordered is None else ordered
 
         return query
@@ -468,7 +753,9 @@ class LightRAGInstrumentor(Instrumentor):
             state = self._state.get()
             if state is None or not edge_pairs:
                 return degrees
-            ranked = self._guard("local reweighting", rank_edges, list(edge_pairs), degrees, self._ask(state))
+            ranked = await self._off_loop(
+                "local reweighting", rank_edges, list(edge_pairs), degrees, self._ask(state)
+            )
             return degrees if ranked is None else ranked
 
         return edge_degrees_batch
@@ -510,7 +797,7 @@ class LightRAGInstrumentor(Instrumentor):
             state = self._state.get()
             ranked = None
             if state is not None and n:
-                ranked = self._guard(
+                ranked = await self._off_loop(
                     "chunk reweighting",
                     rank_chunks,
                     documents,
@@ -552,7 +839,8 @@ def _view_and_grounder(nodes: list[dict[str, Any]], edges: list[dict[str, Any]])
 def instrument(rag: Any, **options: Unpack[InstrumentOptions]) -> LightRAGInstrumentor:
     """Instrument an initialized ``LightRAG`` instance; returns its :class:`LightRAGInstrumentor`.
 
-    Instrumenting an instance twice returns the existing instrumentor. ``options`` are those of
+    Instrumenting an instance twice returns the existing instrumentor when the settings are the
+    same, and raises :class:`ConfigError` when they differ. ``options`` are those of
     :meth:`~triage_plugins.adapter_kit.Instrumentor.instrument` (``manager``, ``store``, ``config``,
     ``reweight``, ``unit``) with its manager policy: a ``manager`` passed in is used as is and never
     closed; without one, an owned manager over ``store``. ``reweight`` writes contribution scores
@@ -561,5 +849,5 @@ def instrument(rag: Any, **options: Unpack[InstrumentOptions]) -> LightRAGInstru
     """
     existing = getattr(rag, "__dict__", {}).get(_MARKER)
     if isinstance(existing, LightRAGInstrumentor) and existing.is_instrumented:
-        return existing
+        return existing.instrument(rag, **options)  # the same settings, or ConfigError
     return LightRAGInstrumentor().instrument(rag, **options)

@@ -30,7 +30,14 @@ from triage_plugins.adapter_kit.logprobs import LogprobText, capture_logprobs
 from triage_plugins.offline.context_reader import answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
 
-__all__ = ["ByteTokenizer", "ScriptedLightRAGLLM", "build_rag", "hashing_embedding", "offline_tokenizer"]
+__all__ = [
+    "ByteTokenizer",
+    "ScriptedLightRAGLLM",
+    "build_rag",
+    "hashing_embedding",
+    "offline_server_functions",
+    "offline_tokenizer",
+]
 
 _NAME = re.compile(r"[A-Z0-9][\w'&-]*(?: [A-Z0-9][\w'&-]*)*")
 _WORD = re.compile(r"\b[a-z]{4,}\b")
@@ -90,7 +97,9 @@ class ScriptedLightRAGLLM:
         dependent answer that names what LightRAG ranked first, handy to test feedback).
     """
 
-    def __init__(self, known_chunks: Iterable[str] = (), *, logprobs: bool = False, answer: str = "reader") -> None:
+    def __init__(
+        self, known_chunks: Iterable[str] = (), *, logprobs: bool = False, answer: str = "reader"
+    ) -> None:
         if answer not in ("reader", "list"):
             raise ValueError(f"answer must be 'reader' or 'list', got {answer!r}")
         self.extractor = scripted_extractor(known_chunks)
@@ -197,3 +206,18 @@ async def build_rag(
     if insert and texts:
         await rag.ainsert(texts)
     return rag
+
+
+def offline_server_functions(args: Any = None) -> dict[str, Any]:
+    """``LightRAG(...)`` overrides for :mod:`triage_lightrag.server` without a network
+    (``TRIAGE_LIGHTRAG_FUNCS=triage_lightrag.testing:offline_server_functions``): the scripted LLM
+    (it reads the chunk out of LightRAG's extraction prompt), the hashing embedder, the byte
+    tokenizer, and no answer cache (it ignores context)."""
+    return {
+        "llm_model_func": capture_logprobs(ScriptedLightRAGLLM()),
+        "embedding_func": hashing_embedding(),
+        "tokenizer": offline_tokenizer(),
+        "enable_llm_cache": False,
+        "entity_extract_max_gleaning": 0,
+        "cosine_better_than_threshold": 0.0,
+    }

@@ -27,7 +27,7 @@ pytest.importorskip("lightrag")
 
 from lightrag import QueryParam  # noqa: E402
 
-from triage_lightrag import GatedAnswer, instrument  # noqa: E402
+from triage_lightrag import instrument  # noqa: E402
 from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag  # noqa: E402
 from triage_lightrag.translate import (  # noqa: E402
     GRAPH_FIELD_SEP,
@@ -39,6 +39,7 @@ from triage_lightrag.translate import (  # noqa: E402
 from triage_lightrag.translate import reroute as _reroute  # noqa: E402
 from triage_plugins import hookimpl  # noqa: E402
 from triage_plugins.contract.config import TriageConfig  # noqa: E402
+from triage_plugins.contract.errors import ConfigError  # noqa: E402
 from triage_plugins.contract.events import GateDecision  # noqa: E402
 from triage_plugins.offline.extractor import extract_records  # noqa: E402
 from triage_plugins.offline.world import generate_world  # noqa: E402
@@ -457,66 +458,65 @@ def test_streamed_answer_is_reported_when_the_stream_ends(loop, rag, question):
     assert generation.answer == plain
 
 
-def test_gate_warn_attaches_a_warning_and_keeps_the_answer(loop, rag, question):
+def test_gate_warn_records_the_decision_and_changes_nothing(loop, rag, question):
     plain = loop.run_until_complete(rag.aquery(question.text, QueryParam(mode="local")))
+    plain_payload = loop.run_until_complete(rag.aquery_llm(question.text, QueryParam(mode="local")))
     m = manager()
     m.register(Gate(GateDecision("warn", "out of scope"), GateDecision("warn", "out of scope")))
     inst = instrument(rag, manager=m)
     try:
-        answer = loop.run_until_complete(rag.aquery(question.text, QueryParam(mode="local")))
-        payload = loop.run_until_complete(rag.aquery_llm(question.text, QueryParam(mode="local")))
+        with inst.query() as first:
+            answer = loop.run_until_complete(rag.aquery(question.text, QueryParam(mode="local")))
+        with inst.query() as second:
+            payload = loop.run_until_complete(rag.aquery_llm(question.text, QueryParam(mode="local")))
+        inst.flush()
     finally:
         inst.uninstrument()
-    assert isinstance(answer, GatedAnswer) and answer == plain
-    assert answer.gate.action == "warn" and answer.gate.reason == "out of scope"
-    assert payload["triage_gate"]["action"] == "warn"
+    assert type(answer) is str and answer == plain
+    assert set(payload) == set(plain_payload) and "triage_gate" not in payload
     assert payload["llm_response"]["content"] == plain
+    for qid in (first, second):
+        decision = inst.gate_decision(qid)
+        assert decision is not None and decision.action == "warn" and decision.reason == "out of scope"
 
 
-def test_gate_reroute_retrieves_again_with_the_suggestion(loop, rag, question):
+def test_gate_reroute_is_opt_in_and_returns_lightrags_types(loop, rag, question):
     rerouted = loop.run_until_complete(rag.aquery(question.text, QueryParam(mode="hybrid", top_k=5)))
-    m = manager()
+    m = manager(config=TriageConfig(options={"gate.mode": "reroute"}))
     spy = Spy()
     m.register(spy)
     m.register(Gate(GateDecision("reroute", "retrieval gap", suggestion={"mode": "hybrid", "top_k": 5})))
     inst = instrument(rag, manager=m)
     try:
-        answer = loop.run_until_complete(rag.aquery(question.text, QueryParam(mode="local")))
+        with inst.query() as qid:
+            answer = loop.run_until_complete(rag.aquery(question.text, QueryParam(mode="local")))
         inst.flush()
     finally:
         inst.uninstrument()
     assert [e.retriever for e in spy.of("retrieval")] == ["local", "hybrid"]
     assert len({e.query_id for e in spy.events if e.kind in ("retrieval", "generation")}) == 1
-    assert answer == rerouted and answer.gate.action == "reroute"
+    assert type(answer) is str and answer == rerouted
+    assert inst.gate_decision(qid).action == "reroute"
 
 
 # --------------------------------------------------------------------------- host unchanged
 
 
-@pytest.mark.parametrize("gate", [False, True], ids=["single-pass", "gated"])
-def test_answers_are_byte_identical_without_reweighting(loop, rag, question, tmp_path, gate):
+def test_answers_are_byte_identical_with_the_gate_off(loop, rag, question, tmp_path):
     plain = {
         mode: loop.run_until_complete(rag.aquery(question.text, QueryParam(mode=mode))) for mode in MODES
     }
-    plain_data = loop.run_until_complete(rag.aquery_data(question.text, QueryParam(mode="mix")))
-    # gated: two passes, no gate plugin decides; single-pass: every default plugin, gate off
-    m = (
-        manager(defaults=False)
-        if gate
-        else manager(store=tmp_path / "t.sqlite", defaults=True, config=TriageConfig(gate=False))
-    )
+    m = manager(store=tmp_path / "t.sqlite", defaults=True, config=TriageConfig(gate=False))
     inst = instrument(rag, manager=m)
     try:
         traced = {
             mode: loop.run_until_complete(rag.aquery(question.text, QueryParam(mode=mode))) for mode in MODES
         }
-        traced_data = loop.run_until_complete(rag.aquery_data(question.text, QueryParam(mode="mix")))
     finally:
         inst.uninstrument()
         m.close()
     for mode in MODES:
         assert traced[mode] == plain[mode] and type(traced[mode]) is str
-    assert traced_data == plain_data
 
 
 def test_a_raising_handler_changes_nothing(loop, rag, question):
@@ -553,8 +553,10 @@ def test_uninstrument_restores_every_wrapped_attribute(rag):
     config_before = rag.text_chunks.global_config.get("rerank_model_func")
     for unit in ("chunk", "triple"):
         inst = instrument(rag, manager=manager(), reweight=True, unit=unit)
-        assert instrument(rag, manager=manager()) is inst  # instrumenting twice keeps one handle
-        assert "aquery" in rag.__dict__
+        assert instrument(rag) is inst  # instrumenting twice keeps one handle
+        with pytest.raises(ConfigError, match="already instrumented with other manager"):
+            instrument(rag, manager=manager())  # ... but never ignores different settings
+        assert "aquery_llm" in rag.__dict__ and "aquery" not in rag.__dict__
         inst.uninstrument()
         inst.uninstrument()  # idempotent
         after = {(id(o), n): o.__dict__.get(n, "<class>") for o, names in watched for n in names}
@@ -693,3 +695,49 @@ def test_feedback_learner_changes_global_relations_and_chunk_order(loop, world, 
         loop.run_until_complete(rag.finalize_storages())
     assert after != before
     assert scores and all(row.raw < 100.0 for row in scores.values())
+
+
+# --------------------------------------------------------------------------- hostile plugins (issue #14)
+
+
+def _answers_beside(loop, rag, world, mode):
+    """Answers and retrieved relations in three modes over two rounds with feedback, default plugins
+    and reweighting on, with a hostile plugin in ``mode`` beside them (``None``: defaults alone)."""
+    from triage_plugins.adapter_kit.hostile import hostile_manager
+
+    manager, hostile = hostile_manager(mode, reweight=True)
+    inst = instrument(rag, manager=manager)
+    seen = []
+    try:
+        for round_ in range(2):
+            for mode_ in ("local", "global", "hybrid"):
+                for q in world.questions[:2]:
+                    qid = f"hostile-{round_}-{mode_}-{q.id}"
+                    with inst.query(qid):
+                        result = loop.run_until_complete(rag.aquery_llm(q.text, QueryParam(mode=mode_)))
+                    seen.append((result["llm_response"]["content"], relation_ids(result)))
+                    inst.feedback(
+                        qid, 1.0 if any(a in result["llm_response"]["content"] for a in q.answers) else 0.0
+                    )
+                    assert inst.flush(timeout=30)  # learned before the next question, whatever the timing
+        learned = manager.learned_scores("triple")
+    finally:
+        inst.uninstrument()
+    assert manager.close(timeout=10) == 0
+    return seen, learned, manager, hostile
+
+
+@pytest.fixture(scope="module")
+def plain_beside(loop, rag, world):
+    return _answers_beside(loop, rag, world, None)
+
+
+@pytest.mark.parametrize("mode", ["raise", "exit", "garbage", "sleep"])
+def test_a_hostile_plugin_changes_no_lightrag_answer_and_is_counted(loop, rag, world, plain_beside, mode):
+    from triage_plugins.adapter_kit.hostile import MODES, failures_of
+
+    assert mode in MODES
+    seen, learned, manager, hostile = _answers_beside(loop, rag, world, mode)
+    assert seen == plain_beside[0]
+    assert learned == plain_beside[1] and learned  # the feedback learned the same
+    assert hostile.calls and failures_of(manager) > 0

@@ -17,7 +17,11 @@ Before the reader runs, the gate reads QGR, ERC and RRS of the retrieval and ans
     primitive, so a connecting path can be found (option ``gate.expand_hops``).
 
   The host should reroute at most once per query and then proceed whatever the second decision.
-  With option ``gate.mode = "warn"`` those gaps give ``warn`` (with the same suggestion) instead.
+
+**Observe-only by default** (DESIGN §2): option ``gate.mode`` is ``"warn"`` unless the user opts
+into ``"reroute"``, so those gaps give ``warn`` (with the same suggestion): the decision is recorded
+and never acted on, and the host's answers stay those of the plain framework. With
+``gate.mode = "reroute"`` they give ``reroute``.
 
 It respects ``manager.config.gate`` (off: returns ``None`` so the host proceeds) and
 ``manager.config.thresholds``. It is on the host's synchronous path: it computes only the three
@@ -41,13 +45,15 @@ if TYPE_CHECKING:
     from triage_plugins.contract.events import GraphEvent, RetrievalEvent
     from triage_plugins.metrics.result import MetricResult
 
-__all__ = ["DefaultGate"]
+__all__ = ["DEFAULT_GATE_MODE", "GATE_MODES", "DefaultGate"]
 
 log = logging.getLogger("triage.plugins.gate")
 
 
 #: What ``gate.mode`` may be: record the decision only, or ask the host to retrieve again.
 GATE_MODES: tuple[str, ...] = ("warn", "reroute")
+#: ``gate.mode`` when none is chosen: observe only (the host acts on nothing).
+DEFAULT_GATE_MODE = "warn"
 
 
 class DefaultGate:
@@ -58,7 +64,7 @@ class DefaultGate:
 
     #: Options this plugin reads (``TriageConfig.options``), with their defaults.
     triage_options: ClassVar[Mapping[str, Any]] = {
-        "gate.mode": "reroute",
+        "gate.mode": DEFAULT_GATE_MODE,
         "gate.widen_top_k": 2,
         "gate.expand_hops": 1,
     }
@@ -97,7 +103,7 @@ class DefaultGate:
         if qgr.value < theta["QGR"]:
             return GateDecision("warn", _why("out of scope", qgr, theta["QGR"]), shown)
 
-        mode = options.get("gate.mode", "reroute")
+        mode = options.get("gate.mode", DEFAULT_GATE_MODE)
         action = "warn" if mode == "warn" else "reroute"
         if erc.value is not None and erc.value < theta["ERC"]:
             suggestion = {"widen_top_k": options.get("gate.widen_top_k", 2)}
@@ -109,7 +115,7 @@ class DefaultGate:
 
 
 def _check_options(options: Mapping[str, Any]) -> None:
-    mode = options.get("gate.mode", "reroute")
+    mode = options.get("gate.mode", DEFAULT_GATE_MODE)
     if mode not in GATE_MODES:
         raise ConfigError(f"gate.mode must be one of {', '.join(map(repr, GATE_MODES))}, got {mode!r}")
     for key in ("gate.widen_top_k", "gate.expand_hops"):

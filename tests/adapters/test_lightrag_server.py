@@ -1,0 +1,236 @@
+"""``triage-lightrag-server``: the real ``lightrag.api`` app (lightrag-hku[api] 1.5.7), offline.
+
+The stock app is built by :func:`triage_lightrag.server.create_app` and driven in-process through
+FastAPI's ``TestClient`` (its lifespan runs: storages, then instrumentation), and once as a real
+``uvicorn`` process on 127.0.0.1. Only the LLM, embedder and tokenizer are offline fakes, injected
+through the documented hook ``TRIAGE_LIGHTRAG_FUNCS=triage_lightrag.testing:offline_server_functions``.
+LightRAG surface relied on: ``create_app(args)`` building one ``LightRAG(...)`` from the module's
+``LightRAG`` name; routes ``/documents/text``, ``/documents/pipeline_status``, ``/query``,
+``/query/stream``, ``/query/data``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("lightrag.api")
+pytest.importorskip("fastapi.testclient")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from triage_lightrag.server import ServerOptions, create_app, split_argv  # noqa: E402
+from triage_plugins.contract.errors import ConfigError  # noqa: E402
+from triage_plugins.store import open_store  # noqa: E402
+
+FUNCS = "triage_lightrag.testing:offline_server_functions"
+MODES = ("local", "global", "hybrid", "mix", "naive")
+DOCS = [
+    "Christopher Nolan directed Inception. Inception was released in 2010. Christopher Nolan was born in London.",
+    "Greta Gerwig directed Barbie. Barbie was produced by Warner Bros. Greta Gerwig was born in Sacramento.",
+]
+
+
+def lightrag_args(tmp_path: Path, workspace: str = "served") -> Any:
+    """LightRAG's own parsed arguments (its parser reads sys.argv); one workspace per app, since
+    LightRAG instances of one process share state per workspace."""
+    from lightrag.api.config import parse_args
+
+    saved = sys.argv
+    sys.argv = [
+        "lightrag-server", "--working-dir", str(tmp_path / "rag"), "--input-dir", str(tmp_path / "inputs"),
+        "--llm-binding", "openai", "--embedding-binding", "openai", "--workspace", workspace,
+    ]  # fmt: skip
+    try:
+        return parse_args()
+    finally:
+        sys.argv = saved
+
+
+def wait_processed(client: Any, track_id: str, seconds: float = 60.0) -> None:
+    """Until every document of ``track_id`` is ``processed`` (uploads are processed in the background)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        docs = client.get(f"/documents/track_status/{track_id}").json().get("documents") or []
+        if docs and all(str(d.get("status")).lower().endswith("processed") for d in docs):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"documents of {track_id} were not processed in {seconds} s")
+
+
+def upload(client: Any, text: str, name: str) -> None:
+    r = client.post("/documents/text", json={"text": text, "file_source": name})
+    assert r.status_code == 200, r.text
+    wait_processed(client, r.json()["track_id"])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("server")
+    store = tmp / "triage.sqlite"
+    app = create_app(lightrag_args(tmp), ServerOptions(store=str(store), funcs=FUNCS))
+    with TestClient(app) as client:
+        for i, text in enumerate(DOCS):
+            upload(client, text, f"doc{i}.txt")
+        yield client, app, store
+
+
+def test_the_app_is_lightrags_own_with_the_triage_routes(served):
+    client, app, _ = served
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert {"/query", "/query/stream", "/query/data", "/documents/text", "/health"} <= paths
+    assert {"/triage/feedback", "/triage/summary"} <= paths
+    assert client.get("/health").status_code == 200
+    assert app.state.triage.inst is not None and app.state.triage.inst.is_instrumented
+    providers = [m for m in sys.modules if m.split(".")[:2] == ["lightrag", "llm"] and m != "lightrag.llm"]
+    assert [m for m in providers if m != "lightrag.llm.binding_options"] == []  # no provider imported
+
+
+def test_upload_query_every_mode_feedback_and_rows_in_the_store(served):
+    client, app, store_path = served
+    ids = []
+    for mode in MODES:
+        r = client.post("/query", json={"query": "Who directed Inception?", "mode": mode})
+        assert r.status_code == 200, r.text
+        qid = r.headers["x-triage-query-id"]
+        assert qid.startswith("lightrag-") and qid not in ids
+        ids.append(qid)
+        assert isinstance(r.json()["response"], str)
+    r = client.post("/query/data", json={"query": "Who directed Barbie?", "mode": "hybrid"})
+    assert r.status_code == 200 and r.headers["x-triage-query-id"] not in ids
+    r = client.post("/triage/feedback", json={"query_id": ids[2], "score": 1.0})
+    assert r.status_code == 200 and r.json()["status"] == "recorded"
+    r = client.post("/triage/feedback", json={"query_id": "lightrag-never-seen", "score": 1.0})
+    assert r.status_code == 404 and "unknown or expired" in r.json()["detail"]
+    assert client.post("/triage/feedback", json={"query_id": ids[0], "score": 2}).status_code == 422
+    app.state.triage.inst.flush(10)
+    with open_store(store_path, readonly=True) as store:
+        extraction = list(store.events("extraction"))
+        assert len(extraction) == len(DOCS)  # one chunk per uploaded document
+        assert {e.chunk.text for e in extraction} == set(DOCS) and all(e.triples for e in extraction)
+        graphs = list(store.events("graph"))
+        assert graphs and any("Barbie" in t.subject + t.object for t in graphs[-1].graph.triples)
+        retrieved = {e.query_id: e for e in store.events("retrieval")}
+        assert set(ids) <= set(retrieved) and {retrieved[q].retriever for q in ids} == set(MODES)
+        generated = {e.query_id for e in store.events("generation")}
+        assert set(ids) <= generated
+        [feedback] = list(store.events("feedback"))
+        assert feedback.query_id == ids[2] and feedback.score == 1.0
+    summary = client.get("/triage/summary").json()
+    assert summary["gate"] == "warn" and summary["metrics"]["QGR"]["n"] >= len(MODES)
+
+
+def test_streamed_answer_carries_the_id_and_feedback_is_recorded(served):
+    client, app, store_path = served
+    with client.stream("POST", "/query/stream", json={"query": "Who directed Barbie?", "mode": "local"}) as r:
+        qid = r.headers["x-triage-query-id"]
+        lines = [json.loads(line) for line in r.iter_lines() if line.strip()]
+    text = "".join(part.get("response", "") for part in lines)
+    assert "Greta Gerwig" in text
+    r = client.post("/triage/feedback", json={"query_id": qid, "score": 0.0})
+    assert r.status_code == 200, r.text
+    app.state.triage.inst.flush(10)
+    with open_store(store_path, readonly=True) as store:
+        [generation] = [e for e in store.events("generation") if e.query_id == qid]
+        assert generation.answer == text
+        assert [e.score for e in store.events("feedback") if e.query_id == qid] == [0.0]
+
+
+def test_answers_equal_plain_lightrag_server(served, tmp_path):
+    """The same upload and queries through the stock app (not instrumented) give the same bodies."""
+    client, _, _ = served
+    import lightrag.api.lightrag_server as server
+    from lightrag.api.config import initialize_config
+    from lightrag.api.lightrag_server import create_app as stock_create_app
+
+    from triage_lightrag.server import _capturing
+    from triage_lightrag.testing import offline_server_functions
+
+    args = lightrag_args(tmp_path, "plain")
+    initialize_config(args, force=True)
+    with _capturing(server, offline_server_functions(), []):
+        plain_app = stock_create_app(args)
+    with TestClient(plain_app) as plain:
+        for i, text in enumerate(DOCS):
+            upload(plain, text, f"doc{i}.txt")
+        for mode in MODES:
+            body = {"query": "Who was born in London?", "mode": mode}
+            a, b = plain.post("/query", json=body), client.post("/query", json=body)
+            assert "x-triage-query-id" not in a.headers
+            assert {k: v for k, v in a.json().items() if k != "response_time"} == {
+                k: v for k, v in b.json().items() if k != "response_time"
+            }
+
+
+def test_options_from_flags_and_env():
+    given, rest = split_argv(
+        ["--port", "9", "--triage-unit", "chunk", "--triage-reweight", "--triage-store=x.db"]
+    )
+    assert rest == ["--port", "9"]
+    options = ServerOptions.from_env({"TRIAGE_UNIT": "triple", "TRIAGE_GATE": "reroute"}, **given)
+    assert (options.unit, options.reweight, options.store, options.gate) == ("chunk", True, "x.db", "reroute")
+    assert options.config().options == {"gate.mode": "reroute"}
+    with pytest.raises(ConfigError, match="TRIAGE_UNIT"):
+        ServerOptions.from_env({"TRIAGE_UNIT": "edges"})
+    with pytest.raises(ConfigError, match="TRIAGE_REWEIGHT"):
+        ServerOptions.from_env({"TRIAGE_REWEIGHT": "maybe"})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_real_uvicorn_process(tmp_path):
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "TRIAGE_LIGHTRAG_FUNCS": FUNCS, "TRIAGE_STORE_URL": str(tmp_path / "t.sqlite")}
+    cmd = [
+        sys.executable, "-m", "triage_lightrag.server", "--host", "127.0.0.1", "--port", str(port),
+        "--working-dir", str(tmp_path / "rag"), "--input-dir", str(tmp_path / "in"),
+        "--llm-binding", "openai", "--embedding-binding", "openai", "--triage-gate", "warn",
+    ]  # fmt: skip
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.25)
+        with httpx.Client(base_url=base, timeout=20) as c:
+            upload(c, DOCS[0], "a.txt")
+            r = c.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
+            qid = r.headers["x-triage-query-id"]
+            assert "Christopher Nolan" in r.json()["response"]
+            assert (
+                c.post("/triage/feedback", json={"query_id": qid, "score": 1.0}).json()["status"]
+                == "recorded"
+            )
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    with open_store(tmp_path / "t.sqlite", readonly=True) as store:
+        assert [e.query_id for e in store.events("feedback")] == [qid]
+        assert list(store.events("extraction")) and list(store.events("generation"))
