@@ -554,3 +554,42 @@ def test_observed_index_command_from_a_project_root(tmp_path) -> None:
         (event,) = list(s.events(kind="extraction"))
     assert event.chunk.id == _sha512(CORPUS["syncopy.txt"])
     assert len(event.triples) == 3 and all(t.token_logprobs for t in event.triples)
+
+
+# --------------------------------------------------------------------------- hostile plugins (issue #14)
+
+
+def _answers_beside(index: SimpleNamespace, mode: str | None):
+    """Local-search answers and contexts over four feedback rounds, default plugins and reweighting on,
+    with a hostile plugin in ``mode`` beside them (``None``: the default plugins alone)."""
+    from triage_graphrag import feedback
+    from triage_plugins.adapter_kit.hostile import hostile_manager
+
+    manager, hostile = hostile_manager(mode, reweight=True)
+    seen = []
+    try:
+        for i in range(4):
+            result = _local(index, manager)
+            seen.append((result.response, _pairs(result.context), list(result.context["sources"]["text"])))
+            feedback(result.query_id, 0.0 if i % 2 else 1.0, manager=manager)
+            assert manager.flush(timeout=30)
+        learned = manager.learned_scores("triple")
+    finally:
+        assert manager.close(timeout=10) == 0
+    return seen, learned, manager, hostile
+
+
+@pytest.fixture(scope="module")
+def plain_beside(index):
+    return _answers_beside(index, None)
+
+
+@pytest.mark.parametrize("mode", ["raise", "exit", "garbage", "sleep"])
+def test_a_hostile_plugin_changes_no_graphrag_answer_and_is_counted(index, plain_beside, mode) -> None:
+    from triage_plugins.adapter_kit.hostile import MODES, failures_of
+
+    assert mode in MODES
+    seen, learned, manager, hostile = _answers_beside(index, mode)
+    assert seen == plain_beside[0]
+    assert learned == plain_beside[1] and learned  # the feedback learned the same
+    assert hostile.calls and failures_of(manager) > 0

@@ -884,3 +884,45 @@ def test_instrumentation_persists_the_stores_contribution_scores(offline, tmp_pa
     assert relations[NOLAN_LONDON].properties["contribution"] == 87.5
     assert "contribution" not in relations[DIRECTED_INCEPTION].properties
     manager.close()
+
+
+# --------------------------------------------------------------------------- hostile plugins (issue #14)
+
+
+def _answers_beside(index, mode):
+    """Responses (text, nodes, scores) over two rounds with feedback, default plugins + reweighting on,
+    with a hostile plugin in ``mode`` beside them (``None``: the default plugins alone)."""
+    from triage_plugins.adapter_kit.hostile import hostile_manager
+
+    manager, hostile = hostile_manager(mode, reweight=True)
+    inst = instrument(manager=manager)
+    seen = []
+    try:
+        engine = synonym_engine(index, TriagePostprocessor())
+        for i, question in enumerate(["Tell me about Nolan", "Who directed Inception?"] * 2):
+            with instrument_tags({"query_id": f"hostile-{i}"}):
+                response = engine.query(question)
+            seen.append((response.response, [(n.node.get_content(), n.score) for n in response.source_nodes]))
+            inst.feedback(f"hostile-{i}", 0.0 if i % 2 else 1.0)
+            assert manager.flush(timeout=30)
+        learned = manager.learned_scores("triple")
+    finally:
+        inst.uninstrument()
+    assert manager.close(timeout=10) == 0
+    return seen, learned, manager, hostile
+
+
+@pytest.fixture(scope="module")
+def plain_beside(built):
+    return _answers_beside(built[0], None)
+
+
+@pytest.mark.parametrize("mode", ["raise", "exit", "garbage", "sleep"])
+def test_a_hostile_plugin_changes_no_llamaindex_answer_and_is_counted(index, plain_beside, mode):
+    from triage_plugins.adapter_kit.hostile import MODES, failures_of
+
+    assert mode in MODES
+    seen, learned, manager, hostile = _answers_beside(index, mode)
+    assert seen == plain_beside[0]
+    assert learned == plain_beside[1] and learned  # the feedback learned the same
+    assert hostile.calls and failures_of(manager) > 0

@@ -204,20 +204,23 @@ def test_events_left_at_exit_are_named_in_one_warning(tmp_path):
 def test_a_closing_manager_records_drops_and_undelivered_events_in_its_run(tmp_path):
     from triage_plugins.store import open_store
 
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
 
     class Stuck:
         @hookimpl
         def triage_feedback(self, event):
+            entered.set()
             release.wait(10)
 
     path = tmp_path / "lost.sqlite"
     manager = TriageManager(path, entry_points=False, defaults=False, queue_size=3, schedule_delay=0)
     manager.register(Stuck())
     run = manager.start_run("serve")
-    for i in range(10):
-        manager.emit_feedback(FeedbackEvent("t", f"q{i}", 1.0))
-    time.sleep(0.05)  # let the worker take the first event and block on it
+    manager.emit_feedback(FeedbackEvent("t", "q0", 1.0))
+    assert entered.wait(10)  # the plugin lane's worker holds the first event, blocked
+    for i in range(1, 10):
+        # wait on the last: the defaults lane has forwarded everything (queued or dropped) when it returns
+        manager.emit_feedback(FeedbackEvent("t", f"q{i}", 1.0), wait=i == 9)
     delivered_before_close = manager.delivered
     left = manager.close(timeout=0.2)
     release.set()

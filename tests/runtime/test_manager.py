@@ -300,9 +300,17 @@ def test_learned_scores_survive_a_hostile_scores_plugin():
         def triage_learned_scores(self, unit, ids):
             return {"t1": "100", "t2": float("inf"), 3: 1.0, "t3": 70.0}
 
+    class Learner:
+        @hookimpl
+        def triage_learned_scores(self, unit, ids):
+            return {"t1": 101.5}
+
     manager = TriageManager(synchronous=True, entry_points=False, defaults=False)
+    manager.register(Learner())
     manager.register(Hostile())
-    assert manager.learned_scores("triple") == {"t3": 70.0}
+    # the hostile answer is refused whole, counted, and the next plugin answers
+    assert manager.learned_scores("triple") == {"t1": 101.5}
+    assert sum(n for (plugin, hook, _), n in manager.failures.items() if hook == "triage_learned_scores") == 1
     manager.close()
 
 

@@ -24,7 +24,7 @@ adapter's ``reweight`` / ``unit`` default to ``m.config``'s; an explicit value t
 changes only the adapter's own ranking hooks (the feedback learner answers ``triage_rerank`` only
 under ``m.config.reweight``, for ``m.config.unit``) and is logged. Without ``manager`` the
 instrumentor creates an **owned** manager: over ``store`` (a path, URL or Store; default
-``$TRIAGE_STORE``, else none), with a copy of ``config`` (default ``TriageConfig()``) in which
+``$TRIAGE_STORE_URL`` or ``$TRIAGE_STORE``, else none), with a copy of ``config`` (default ``TriageConfig()``) in which
 ``reweight`` / ``unit`` are set when given. Only owned managers are closed by ``uninstrument()``.
 
 **Off the host's path.** Work that builds events is handed to the manager's one delivery worker
@@ -51,6 +51,7 @@ from triage_plugins.adapter_kit.ordering import ask_priorities
 from triage_plugins.adapter_kit.query_ids import current_query_id, new_query_id, using_query_id
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import FeedbackEvent
+from triage_plugins.store.base import store_from_env
 
 if TYPE_CHECKING:
     from triage_plugins.contract.config import TriageConfig
@@ -155,21 +156,30 @@ class Instrumentor(ABC):
 
         :param host: the framework object to instrument (``None`` where the framework has none).
         :param manager: the caller's manager: used as is, never mutated, never closed.
-        :param store: without ``manager``: where the owned manager records (default ``$TRIAGE_STORE``).
+        :param store: without ``manager``: where the owned manager records (default ``$TRIAGE_STORE_URL``, else ``$TRIAGE_STORE``).
         :param config: without ``manager``: the owned manager's configuration (copied).
         :param reweight: rewrite the framework's ranking from the learned priorities
             (default: the manager's ``config.reweight``).
         :param unit: ``"triple"`` or ``"chunk"`` (default: the manager's ``config.unit``).
-        :raises ConfigError: ``config`` with ``manager``; an unknown ``unit``; another host while
-            instrumented; a host this adapter cannot instrument.
+        :raises ConfigError: ``config`` with ``manager``; an unknown ``unit``; another host, or other
+            settings, while instrumented (never silently ignored); a host this adapter cannot instrument.
         """
+        args = {"manager": manager, "store": store, "config": config, "reweight": reweight, "unit": unit}
         if self._instrumented:
             if host is not None and host is not self.host:
                 raise ConfigError(
                     f"{type(self).__name__} already instruments another object: uninstrument() it first"
                 )
+            changed = sorted(
+                k for k, v in args.items()
+                if v is not None and self._args is not None and self._args.get(k) is not v and self._args.get(k) != v
+            )  # fmt: skip
+            if changed:
+                raise ConfigError(
+                    f"already instrumented with other {', '.join(changed)}: uninstrument() first, "
+                    "then instrument() with the new settings"
+                )
             return self
-        args = {"manager": manager, "store": store, "config": config, "reweight": reweight, "unit": unit}
         if self._args is not None and all(v is None for v in args.values()):
             args = self._args  # instrumented again: the same manager arguments
         if host is None:
@@ -237,7 +247,7 @@ class Instrumentor(ABC):
             changes["unit"] = unit
         owned_config = dataclasses.replace(config or TriageConfig(), **changes)
         if store is None:
-            store = os.environ.get("TRIAGE_STORE") or None
+            store = store_from_env()
         self._manager = TriageManager(store=store, config=owned_config)
         self._owns_manager = True
         self.reweight, self.unit = bool(owned_config.reweight), owned_config.unit

@@ -11,11 +11,21 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 from triage_plugins.contract.events import GATE_ACTIONS, GateDecision
 
-__all__ = ["SUGGESTION_KEYS", "InvalidAnswer", "check_gate", "check_rerank", "is_finite_real", "is_real"]
+__all__ = [
+    "SUGGESTION_KEYS",
+    "InvalidAnswer",
+    "check_gate",
+    "check_learned_scores",
+    "check_rerank",
+    "check_seeded",
+    "is_finite_real",
+    "is_real",
+]
 
 #: What a gate suggestion may ask a host to change (DESIGN §3; adapters read these keys).
 SUGGESTION_KEYS: frozenset[str] = frozenset({"widen_top_k", "expand_hops", "top_k", "chunk_top_k", "mode"})
@@ -53,7 +63,10 @@ def check_rerank(answer: Any, n_ids: int) -> list[float]:
     if len(items) != n_ids:
         count = f"more than {n_ids}" if len(items) > n_ids else str(len(items))
         raise InvalidAnswer(f"a rerank answer has {count} value(s) for {n_ids} id(s)")
-    out = [float(v) if type(v) is float or type(v) is int else _real(v, f"priority {i}") for i, v in enumerate(items)]
+    out = [
+        float(v) if type(v) is float or type(v) is int else _real(v, f"priority {i}")
+        for i, v in enumerate(items)
+    ]
     if not all(map(math.isfinite, out)):
         raise InvalidAnswer("a rerank answer has a value that is not finite")
     return out
@@ -67,7 +80,9 @@ def check_gate(answer: Any) -> GateDecision:
         raise InvalidAnswer(f"unknown gate action {answer.action!r}")
     for key, value in answer.suggestion.items():
         if key not in SUGGESTION_KEYS:
-            raise InvalidAnswer(f"unknown gate suggestion {key!r}; known: {', '.join(sorted(SUGGESTION_KEYS))}")
+            raise InvalidAnswer(
+                f"unknown gate suggestion {key!r}; known: {', '.join(sorted(SUGGESTION_KEYS))}"
+            )
         if key == "mode":
             if not isinstance(value, str) or not value.strip():
                 raise InvalidAnswer(f"gate suggestion mode must be a name, got {value!r}")
@@ -75,4 +90,25 @@ def check_gate(answer: Any) -> GateDecision:
         number = _real(value, f"gate suggestion {key}")
         if not 0.0 < number <= _MAX_SUGGESTION:
             raise InvalidAnswer(f"gate suggestion {key}={number} is outside (0, {_MAX_SUGGESTION:g}]")
+    return answer
+
+
+def check_learned_scores(answer: Any) -> dict[str, float]:
+    """A mapping of id (``str``) to a finite real score."""
+    if not isinstance(answer, Mapping):
+        raise InvalidAnswer(
+            f"a learned-scores answer must be a mapping of id to score, got {type(answer).__name__}"
+        )
+    out: dict[str, float] = {}
+    for key, value in answer.items():
+        if not isinstance(key, str):
+            raise InvalidAnswer(f"a learned-scores id is {type(key).__name__}, not a string")
+        out[key] = _real(value, f"the score of {key[:80]!r}")
+    return out
+
+
+def check_seeded(answer: Any) -> int:
+    """How many scores were seeded: a whole number >= 0."""
+    if isinstance(answer, bool) or not isinstance(answer, int) or answer < 0:
+        raise InvalidAnswer(f"a seed-scores answer must be a count >= 0, got {answer!r}")
     return answer

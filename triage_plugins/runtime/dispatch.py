@@ -205,13 +205,16 @@ class Dispatcher:
         self._closed = True
         self._urgent.set()
         thread = self._thread
+        stop_queued = False
         if thread is not None and thread.is_alive():
             try:
                 self._queue.put(_STOP, timeout=1.0)
+                stop_queued = True
                 thread.join(timeout=5.0)
             except queue.Full:
                 log.warning("triage worker did not stop: queue still full")
-        left = max(0, self.pending - (1 if thread is not None and thread.is_alive() else 0))
+        # what is left: queued items and the one a stuck worker holds, not the stop marker
+        left = max(0, self.pending - (1 if stop_queued and thread.is_alive() else 0))  # type: ignore[union-attr]
         if left:
             log.warning("triage: %d queued event(s) were not delivered before close", left)
         return left

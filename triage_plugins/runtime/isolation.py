@@ -25,7 +25,7 @@ from typing import Any
 import pluggy
 
 from triage_plugins.contract import hookspecs
-from triage_plugins.runtime.answers import check_gate, check_rerank
+from triage_plugins.runtime.answers import check_gate, check_learned_scores, check_rerank, check_seeded
 
 __all__ = [
     "ANSWER_CHECKS",
@@ -42,10 +42,14 @@ DEFAULT_HOOK_BUDGET = 0.25
 
 #: Synchronous hooks whose answers are checked inside the isolation boundary; each check takes the
 #: answer and the hook's one argument (pluggy passes it positionally).
-ANSWER_CHECKS: dict[str, Callable[[Any, Any], Any]] = {
+ANSWER_CHECKS: dict[str, Callable[..., Any]] = {
     "triage_rerank": lambda answer, request: check_rerank(answer, len(request.ids)),
     "triage_gate": lambda answer, event: check_gate(answer),
+    "triage_learned_scores": lambda answer, *args: check_learned_scores(answer),
+    "triage_seed_scores": lambda answer, *args: check_seeded(answer),
 }
+#: The synchronous hooks on a host's query path, which answer within the time budget.
+BUDGETED_HOOKS: frozenset[str] = frozenset({"triage_rerank", "triage_gate"})
 
 
 class OverBudget(RuntimeError):
@@ -117,28 +121,24 @@ class IsolatingPluginManager(pluggy.PluginManager):
     def _isolate(self, plugin_name: str, hook_name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         on_error = self._on_error
         check = ANSWER_CHECKS.get(hook_name)
-        budget = self._budget if check is not None else None
+        budget = self._budget if hook_name in BUDGETED_HOOKS else None
 
         @functools.wraps(fn)
         def isolated(*args: Any, **kwargs: Any) -> Any:
             try:
-                if budget is None:
+                if check is None:
                     return fn(*args, **kwargs)
-                if budget.enabled and budget.suspended(plugin_name, hook_name):
+                if budget is not None and budget.enabled and budget.suspended(plugin_name, hook_name):
                     raise Suspended(
                         f"skipped: over the {budget.seconds:g} s budget less than {budget.cooldown:g} s ago"
                     )
                 start = time.perf_counter()
                 answer = fn(*args, **kwargs)
                 took = time.perf_counter() - start
-                if budget.enabled and took > budget.seconds:
+                if budget is not None and budget.enabled and took > budget.seconds:
                     budget.suspend(plugin_name, hook_name)
                     raise OverBudget(f"answered after {took:.3f} s, over the {budget.seconds:g} s budget")
-                return (
-                    None
-                    if answer is None
-                    else check(answer, args[0] if args else next(iter(kwargs.values())))
-                )
+                return None if answer is None else check(answer, *args, *kwargs.values())
             except BaseException as exc:  # noqa: BLE001 - isolation is the point, SystemExit included
                 if (
                     isinstance(exc, KeyboardInterrupt)
