@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -54,16 +53,19 @@ def write_trace(path: Path, lines: int, n_triples: int, seed: int = 0) -> None:
             fh.write(GenerationEvent("bench", f"q{q}", picked[0].object).to_json() + "\n")
 
 
+# Each run goes through a fresh wrapper process, so its children's peak RSS is that run's alone.
+_WRAPPER = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
 def measure(argv: list[str]) -> tuple[float, float]:
     """(seconds, peak RSS in GB) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], check=True, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        print("  (peak RSS not above an earlier child's; figure is an upper bound)", file=sys.stderr)
-    return seconds, peak / 1024 / 1024
+    return seconds, int(done.stdout.strip()) / 1024 / 1024
 
 
 def main() -> None:
@@ -76,7 +78,6 @@ def main() -> None:
     sizes = sorted({min(args.lines, args.memory_max_lines), args.lines})
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'lines':>9}  {'path':10} {'seconds':>8} {'peak RSS GB':>12}")
-        # smallest first: ru_maxrss of children is a running maximum
         for lines in sizes:
             trace = Path(tmp) / f"trace-{lines}.jsonl"
             write_trace(trace, lines, args.triples)
