@@ -194,7 +194,7 @@ def test_gate_and_generation_spans_without_a_host_span_hang_under_the_retrieval(
 def test_spans_parent_to_the_hosts_span_across_the_background_worker(exported):
     provider, exporter = exported
     manager = _manager(provider, synchronous=False)
-    assert manager.carry_context is True
+    assert manager.carry_context is otel.pin_current_span
     pipeline = _pipeline(manager)
     tracer = provider.get_tracer("host")
     with tracer.start_as_current_span("host.query") as host:

@@ -37,10 +37,11 @@ Every span carries ``triage.query_id`` (or none for indexing) and ``triage.frame
 ``triage feedback pull`` maps a Phoenix annotation back to the query it rates.
 
 **Parenting.** Notifications are delivered on the manager's background worker, so the plugin sets
-``manager.carry_context``: the manager then delivers each event inside a copy of the emitting
-thread's ``contextvars``, and the host's current span (a framework's OpenInference ``query`` span, a
-span of your own) is the parent. Without a host span the retrieval span is the root of the query's
-trace and the gate and generation spans are its children. Span end times are the delivery time
+``manager.carry_context`` to :func:`pin_current_span`: the manager then delivers each event inside
+a copy of the emitting thread's ``contextvars``, the current span pinned as it was at emit time, and
+the host's current span (the OpenInference span of the LlamaIndex call that emitted, under its
+``query`` span; a span of your own) is the parent. Without a host span the retrieval span is the root
+of the query's trace and the gate and generation spans are its children. Span end times are the delivery time
 (``triage.seconds`` holds the event's own duration), except the gate span, timed on the host's thread.
 """
 
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
     )
     from triage_plugins.metrics.result import MetricResult
 
-__all__ = ["OPTIONS", "OtelExporter", "OtelOff", "metric_attribute", "otel_plugin"]
+__all__ = ["OPTIONS", "OtelExporter", "OtelOff", "metric_attribute", "otel_plugin", "pin_current_span"]
 
 log = logging.getLogger("triage.plugins.otel")
 
@@ -121,8 +122,27 @@ def otel_plugin(manager: Any) -> OtelExporter | OtelOff:
         return OtelOff(why)
     exporter = OtelExporter(manager, provider, source=why)
     if hasattr(manager, "carry_context"):
-        manager.carry_context = True  # deliver events in the host's context: spans parent to its span
+        # deliver events in the host's context, its current span pinned: spans parent to that span
+        manager.carry_context = pin_current_span
     return exporter
+
+
+def pin_current_span() -> None:
+    """Replace the current span of this context by an immutable stand-in holding its span context.
+
+    The manager runs it on the emitting thread, inside the context copy it delivers in. It matters
+    because the current span may be a proxy that changes: OpenInference's LlamaIndex handler sets
+    one that, once its LlamaIndex span ends, resolves to the span current before it, so read on the
+    worker after the query it is no span at all and our spans would start traces of their own.
+    """
+    try:
+        from opentelemetry import context, trace
+
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            context.attach(trace.set_span_in_context(trace.NonRecordingSpan(span_context)))
+    except Exception as exc:  # noqa: BLE001 - runs on the host's thread: never raise into it
+        log.debug("current span not pinned: %s", exc)
 
 
 otel_plugin.triage_options = OPTIONS  # type: ignore[attr-defined]  # read by TriageManager.declared_options
