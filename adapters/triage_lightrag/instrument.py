@@ -537,8 +537,9 @@ class LightRAGInstrumentor(Instrumentor):
     def _make_aquery_data(self, original: Callable[..., Any]) -> Callable[..., Any]:
         async def aquery_data(query: str, param: Any = None, *args: Any, **kwargs: Any) -> Any:
             param = _param(param)
-            await self._ensure_graph()
-            result, state, seconds = await self._retrieve(original, query, param, *args, **kwargs)
+            with self._host_busy():
+                await self._ensure_graph()
+                result, state, seconds = await self._retrieve(original, query, param, *args, **kwargs)
             self._defer("retrieval event", self._emit_retrieval, state, param.mode, snapshot(result), seconds)
             return result
 
@@ -546,7 +547,7 @@ class LightRAGInstrumentor(Instrumentor):
 
     def _make_aquery_llm(self, original: Callable[..., Any]) -> Callable[..., Any]:
         async def aquery_llm(query: str, param: Any = None, *args: Any, **kwargs: Any) -> Any:
-            with self._query_scope():
+            with self._query_scope(), self._host_busy():
                 return await self._answer(original, query, _param(param), args, kwargs)
 
         return aquery_llm

@@ -231,3 +231,42 @@ def test_a_closing_manager_records_drops_and_undelivered_events_in_its_run(tmp_p
     assert row.dropped == manager.dropped > 0
     assert row.undelivered == left > 0
     assert row.dropped + row.undelivered == 10  # nothing got through before close timed out
+
+
+def test_the_worker_gives_way_while_a_host_query_is_in_flight():
+    delivered: list[float] = []
+
+    class Timed:
+        @hookimpl
+        def triage_feedback(self, event):
+            delivered.append(time.monotonic())
+
+    manager = TriageManager(entry_points=False, defaults=False, schedule_delay=0)
+    manager.register(Timed())
+    with manager.host_busy():
+        manager.emit_feedback(FeedbackEvent("t", "q0", 1.0))
+        time.sleep(0.3)  # a query being served: nothing is delivered meanwhile
+        assert delivered == []
+        released = time.monotonic()
+    assert manager.flush(timeout=5)
+    assert len(delivered) == 1 and delivered[0] >= released
+    with manager.host_busy(), manager.host_busy():  # nested queries; flush() does not wait for them
+        manager.emit_feedback(FeedbackEvent("t", "q1", 1.0))
+        assert manager.flush(timeout=5) and len(delivered) == 2
+    manager.close()
+
+
+def test_a_host_never_idle_still_gets_its_events_within_the_bound():
+    from triage_plugins.runtime.dispatch import Dispatcher
+
+    idle = threading.Event()  # never set: the host is always busy
+    ran: list[float] = []
+    d = Dispatcher(lambda item: ran.append(time.monotonic()), queue_size=10, batch_size=10,
+                   schedule_delay=0, yield_to=idle, max_yield=0.2)  # fmt: skip
+    start = time.monotonic()
+    d.submit("a")
+    deadline = start + 5
+    while not ran and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran and 0.15 <= ran[0] - start < 2.0  # waited for the bound, then delivered
+    d.close(timeout=2)

@@ -296,6 +296,16 @@ class Instrumentor(ABC):
         return qid
 
     @contextlib.contextmanager
+    def _host_busy(self) -> Iterator[None]:
+        """Tell the manager a host query is in flight (its workers then deliver between queries)."""
+        busy = getattr(self._manager, "host_busy", None)
+        if busy is None:
+            yield
+            return
+        with busy():
+            yield
+
+    @contextlib.contextmanager
     def _query_scope(self) -> Iterator[str]:
         """Pin one id (the current one, else a fresh one) for everything inside the block."""
         qid = current_query_id()

@@ -8,6 +8,12 @@ Items are notifications (a hook name and its event) and deferred jobs (a functio
 run off the host's path, e.g. building an event from framework objects). Both share the one queue,
 so their order is kept: a feedback event queued after a retrieval is delivered after it.
 
+The worker gives way to its host: while ``yield_to`` (an event the host clears while it serves a
+query) is clear, it waits before each item, up to ``max_yield`` seconds per batch, so that metrics of
+earlier queries are computed between queries rather than competing for the GIL with the one being
+served. ``flush()`` and ``close()`` end the wait at once, and a host that is never idle still gets
+every batch delivered, at most ``max_yield`` later.
+
 The worker never dies of what it runs: every item is run under ``run_item``, which contains
 exceptions, and anything that still escapes (``SystemExit`` from a hook, say) is counted and the
 worker goes on; a worker thread that is gone anyway is restarted on the next submit or flush.
@@ -57,6 +63,8 @@ class Dispatcher:
     :param schedule_delay: seconds to wait after the first item for more (``0``: at once).
     :param max_weight: most total weight queued (see :func:`event_weight`); beyond it items are dropped.
     :param name: the worker thread's name.
+    :param yield_to: set while the host is idle (``None``: never wait for it); see the module docstring.
+    :param max_yield: most seconds a batch waits for the host to be idle.
     """
 
     def __init__(
@@ -68,7 +76,11 @@ class Dispatcher:
         schedule_delay: float,
         max_weight: int = 2_000_000,
         name: str = "triage-worker",
+        yield_to: threading.Event | None = None,
+        max_yield: float = 1.0,
     ) -> None:
+        self._yield_to = yield_to
+        self._max_yield = max_yield
         self._run_item = run_item
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._batch_size = batch_size
@@ -148,14 +160,27 @@ class Dispatcher:
                 except queue.Empty:
                     break
             stop = False
+            deadline = time.monotonic() + self._max_yield
             for item in batch:
                 if item is _STOP:
                     stop = True
                 else:
+                    self._give_way(deadline)
                     self._run(item)
                 q.task_done()
             if stop:
                 return
+
+    def _give_way(self, deadline: float) -> None:
+        """Wait while the host serves a query (until ``deadline``, or at once when flushing)."""
+        idle = self._yield_to
+        if idle is None:
+            return
+        while not idle.is_set() and not self._urgent.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            idle.wait(min(remaining, 0.005))
 
     def _run(self, queued: tuple[Any, int]) -> None:
         item, weight = queued

@@ -23,6 +23,7 @@ Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(r
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import difflib
 import functools
@@ -33,7 +34,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -178,6 +179,11 @@ class TriageManager:
         # Two delivery lanes, each its own bounded queue and worker: the default plugins, and every
         # other plugin, so a slow third-party plugin cannot starve the defaults. Events enter the
         # default lane and are handed on to the other (see _run_item), so both see them in order.
+        # Set while no host query is in flight (host_busy): the workers deliver between queries.
+        self._host_idle = threading.Event()
+        self._host_idle.set()
+        self._busy = 0
+        self._busy_lock = threading.Lock()
         self._lanes = {
             lane: Dispatcher(
                 functools.partial(self._run_item, lane),
@@ -186,14 +192,16 @@ class TriageManager:
                 schedule_delay=schedule_delay,
                 max_weight=max_queued_weight,
                 name=f"triage-{lane}",
+                yield_to=self._host_idle,
             )
             for lane in LANES
         }
         self._callers: dict[tuple[str, str], Any] = {}  # (lane, hook) -> hook caller of that lane's plugins
         self._closed = False
         #: Deliver each queued item inside a copy of the emitting thread's ``contextvars`` (set by
-        #: ``triage.otel`` so spans made on the worker parent to the host's current span).
-        self.carry_context = False
+        #: ``triage.otel`` so spans made on the worker parent to the host's current span). A callable
+        #: is run inside the copy on the emitting thread first (it must not raise).
+        self.carry_context: bool | Callable[[], None] = False
 
         budget = hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
         self.budget = SyncBudget(budget, cooldown=hook_cooldown)
@@ -463,6 +471,23 @@ class TriageManager:
         else:
             self._lanes[DEFAULT_LANE].submit(self._carry((hook_name, event)), event_weight(event))
 
+    @contextlib.contextmanager
+    def host_busy(self) -> Iterator[None]:
+        """Mark a host query in flight (adapters wrap each query): the delivery workers wait for
+        the host to be idle before each item, up to a bound, so the metrics of earlier queries never
+        compete with the query being served. Nests; thread- and task-safe."""
+        with self._busy_lock:
+            self._busy += 1
+            self._host_idle.clear()
+        try:
+            yield
+        finally:
+            with self._busy_lock:
+                self._busy -= 1
+                if self._busy <= 0:
+                    self._busy = 0
+                    self._host_idle.set()
+
     def defer(self, fn: Callable[..., object], *args: object) -> bool:
         """Run ``fn(*args)`` on the delivery worker, in order with the queued notifications.
 
@@ -508,8 +533,18 @@ class TriageManager:
             self._lanes[OTHER_LANE].submit(self._carry(item), event_weight(event))
 
     def _carry(self, item: tuple) -> tuple:
-        """``item``, wrapped with a copy of the caller's contextvars when :attr:`carry_context` is on."""
-        return (_IN_CONTEXT, contextvars.copy_context(), item) if self.carry_context else item
+        """``item``, wrapped with a copy of the caller's contextvars when :attr:`carry_context` is on.
+
+        A callable :attr:`carry_context` is first run inside that copy, on the caller's thread, to pin
+        what may change before the worker delivers (see ``triage.otel``'s ``pin_current_span``).
+        """
+        carry = self.carry_context
+        if not carry:
+            return item
+        copied = contextvars.copy_context()
+        if callable(carry):
+            copied.run(carry)
+        return (_IN_CONTEXT, copied, item)
 
     def _caller(self, lane: str, hook_name: str) -> Any:
         """The hook caller that reaches only ``lane``'s plugins (cached until plugins change)."""
