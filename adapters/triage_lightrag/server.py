@@ -8,8 +8,9 @@ Run it where you ran ``lightrag-server``, with the same arguments and ``.env``::
 
 Every route, the web UI and the configuration are LightRAG's own; this module adds
 
-- ``POST /triage/feedback`` ``{"query_id": ..., "score": 0..1, "source": "human"}`` (404 for an unknown
-  or expired id, 202 while the answer stream it rates is still open, 200 once durable);
+- ``POST /triage/feedback`` ``{"query_id": ..., "score": 0..1, "source": "human"}`` (200 once durable;
+  202 while the answer stream it rates is still open; an id another worker answered is accepted when
+  the shared store holds its retrieval; 404 when neither this worker nor the store knows the id);
 - ``GET /triage/summary``: recent query metrics (mean per metric, how many undefined), gate decisions,
   drops, failures;
 - an ``X-Triage-Query-Id`` header on every ``/query*`` response (streaming included).
@@ -30,7 +31,8 @@ over): while :func:`create_app` runs LightRAG's own ``create_app``, the module's
 factories that capture the instance, then restored. The instance is instrumented in the app's
 lifespan, after LightRAG initialized its storages, in the serving process: under
 ``lightrag-gunicorn`` (app preloaded in the master, then forked) each worker instruments its own
-instance with its own manager and worker thread, sharing the store. ``lightrag.api`` parses
+instance with its own manager and worker thread, sharing the store (query ids stay unique: a forked
+worker draws its own id prefix). ``lightrag.api`` parses
 ``sys.argv`` on first use, so :func:`main` removes the ``--triage-*`` flags from it first.
 """
 

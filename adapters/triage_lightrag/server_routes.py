@@ -3,8 +3,16 @@
 - ``POST /triage/feedback`` ``{"query_id", "score" in [0, 1], "source": "human"|"llm"|"gold"}``:
   200 ``{"status": "recorded"}`` once the feedback is delivered to the plugins (and so in the
   store); 202 ``{"status": "held"}`` while the rated answer is still streaming (applied at its
-  end); 404 for an id this worker never answered or no longer remembers (the last 2048 queries);
-  422 for a score outside [0, 1]; 503 while the server is not serving.
+  end); 404 for an id neither this worker answered recently (its last 2048 queries) nor the store
+  holds a retrieval for; 422 for a score outside [0, 1]; 503 while the server is not serving or
+  the store cannot be read.
+  An id another worker (or an earlier server) answered is accepted when the shared store holds its
+  retrieval event: the feedback goes through this worker's manager, and its learner reloads that
+  retrieval from the store. The answering worker records asynchronously, so for an id in the
+  shape of another process's (``lightrag-<10 hex>-<n>``) the route waits up to
+  :data:`PEER_WAIT_SECONDS` for the retrieval to appear, then up to :data:`ANSWER_GRACE_SECONDS`
+  for its answer (a ``/query/data`` query has none). The 200 body's ``"query_from"`` says which
+  held the query: ``"this worker"`` or ``"store"``.
 - ``GET /triage/summary``: the store's recent query metrics (mean and count per metric, how many
   were undefined), the gate's decisions, drops and plugin failures of this worker.
 """
@@ -13,13 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
+import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
-from triage_plugins.contract.errors import TriageError
+from triage_plugins.contract.errors import StoreError, TriageError
 
 if TYPE_CHECKING:
     from triage_lightrag.server import TriageServerState
@@ -28,6 +38,13 @@ __all__ = ["FeedbackRequest", "summary", "triage_router"]
 
 SUMMARY_ROWS = 5000  # most recent query-metric rows the summary reads
 FLUSH_SECONDS = 10.0
+#: Longest wait for the retrieval of a query another process answered to reach the store.
+PEER_WAIT_SECONDS = 5.0
+#: Longest further wait, once that retrieval is stored, for the query's answer (generation event).
+ANSWER_GRACE_SECONDS = 1.0
+POLL_SECONDS = 0.05
+#: ``new_query_id``'s shape: ``<framework>-<10 hex process part>-<counter>``.
+_QUERY_ID = re.compile(r"^(?P<framework>[A-Za-z0-9_.]+)-(?P<process>[0-9a-f]{10})-(?P<n>[0-9]+)$")
 
 
 class FeedbackRequest(BaseModel):
@@ -53,10 +70,7 @@ def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
     async def feedback(body: FeedbackRequest) -> Any:
         inst = serving()
         if not inst.knows_query(body.query_id):
-            raise HTTPException(
-                status_code=404,
-                detail=f"unknown or expired query id {body.query_id!r} (not among this worker's recent queries)",
-            )
+            return await asyncio.to_thread(feedback_from_store, inst, body)
         try:
             inst.feedback(body.query_id, body.score, body.source)
         except TriageError as exc:
@@ -73,11 +87,7 @@ def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
                 },
             )
         delivered = await asyncio.to_thread(inst.flush, FLUSH_SECONDS)
-        return {
-            "query_id": body.query_id,
-            "score": body.score,
-            "status": "recorded" if delivered else "queued",
-        }
+        return _recorded(body, delivered, "this worker")
 
     @router.get("/summary")
     async def get_summary() -> Any:
@@ -85,6 +95,73 @@ def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
         return await asyncio.to_thread(summary, inst)
 
     return router
+
+
+def _recorded(body: FeedbackRequest, delivered: bool, query_from: str) -> dict[str, Any]:
+    return {
+        "query_id": body.query_id,
+        "score": body.score,
+        "status": "recorded" if delivered else "queued",
+        "query_from": query_from,
+    }
+
+
+def feedback_from_store(inst: Any, body: FeedbackRequest) -> dict[str, Any]:
+    """Feedback for an id this worker does not know: accepted when the store holds its retrieval.
+
+    Runs off the event loop (it may wait, see :func:`wait_for_retrieval`).
+    :raises HTTPException: 404 when the store holds no retrieval for the id either; 503 when the
+        store cannot be read.
+    """
+    from triage_plugins.contract.events import FeedbackEvent
+
+    store = inst.manager.store
+    try:
+        found = store is not None and wait_for_retrieval(store, inst.framework, body.query_id)
+    except StoreError as exc:
+        raise HTTPException(status_code=503, detail=f"the store could not be read: {exc}") from None
+    if not found:
+        raise HTTPException(
+            status_code=404,
+            detail=(
+                f"unknown or expired query id {body.query_id!r}: not among this worker's recent "
+                f"queries, and the store holds no {inst.framework} retrieval for it"
+            ),
+        )
+    event = FeedbackEvent(inst.framework, body.query_id, body.score, body.source)
+    delivered = inst.manager.emit_feedback(event, wait=True, timeout=FLUSH_SECONDS)
+    return _recorded(body, delivered, "store")
+
+
+def wait_for_retrieval(store: Any, framework: str, query_id: str) -> bool:
+    """Whether ``store`` holds a ``framework`` retrieval event for ``query_id``.
+
+    For an id in the shape another process's :func:`~triage_plugins.adapter_kit.query_ids.new_query_id`
+    gives (that process may not have delivered its events yet), wait up to
+    :data:`PEER_WAIT_SECONDS` for it, then up to :data:`ANSWER_GRACE_SECONDS` for the query's
+    generation event, so the learner sees the answer too; any other id is looked up once.
+    """
+    match = _QUERY_ID.match(query_id)
+    peer = match is not None and match["framework"] == framework and match["process"] != _own_process()
+    deadline = time.monotonic() + (PEER_WAIT_SECONDS if peer else 0.0)
+    while store.last_event("retrieval", framework=framework, query_id=query_id) is None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_SECONDS)
+    if peer:
+        deadline = time.monotonic() + ANSWER_GRACE_SECONDS
+        while store.last_event("generation", framework=framework, query_id=query_id) is None:
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_SECONDS)
+    return True
+
+
+def _own_process() -> str:
+    """The process part of this process's query ids."""
+    from triage_plugins.adapter_kit.query_ids import new_query_id
+
+    return new_query_id("probe").split("-")[1]
 
 
 def summary(inst: Any) -> dict[str, Any]:

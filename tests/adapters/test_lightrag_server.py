@@ -170,6 +170,41 @@ def test_answers_equal_plain_lightrag_server(served, tmp_path):
             }
 
 
+def test_feedback_for_a_query_another_worker_answered(served, tmp_path, monkeypatch):
+    """A second app on the same store stands in for a second gunicorn worker: it never answered the
+    query, yet accepts its feedback (the store holds the retrieval) and learns from it."""
+    client, app, store_path = served
+    r = client.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
+    qid = r.headers["x-triage-query-id"]
+    app.state.triage.inst.flush(10)  # the answering worker has delivered its events
+    peer_app = create_app(lightrag_args(tmp_path, "peer"), ServerOptions(store=str(store_path), funcs=FUNCS))
+    with TestClient(peer_app) as peer:
+        peer_inst = peer_app.state.triage.inst
+        assert not peer_inst.knows_query(qid)
+        r = peer.post("/triage/feedback", json={"query_id": qid, "score": 1.0, "source": "gold"})
+        assert r.status_code == 200, r.text
+        assert (r.json()["status"], r.json()["query_from"]) == ("recorded", "store")
+        learner = peer_inst.manager.get_plugin("triage.feedback")
+        # it learned from the retrieval the answering worker stored
+        assert learner.last_update is not None and learner.last_update.deltas
+        assert learner.unattributed["unknown query id"] == 0
+        from triage_lightrag import server_routes
+
+        monkeypatch.setattr(server_routes, "PEER_WAIT_SECONDS", 0.3)
+        started = time.monotonic()
+        r = peer.post("/triage/feedback", json={"query_id": "lightrag-0123456789-7", "score": 1.0})
+        assert r.status_code == 404 and "store holds no lightrag retrieval" in r.json()["detail"]
+        assert time.monotonic() - started >= 0.3  # another process's id: waited for its events first
+    r = client.post("/triage/feedback", json={"query_id": qid, "score": 0.5})
+    assert r.status_code == 200 and r.json()["query_from"] == "this worker"  # the answering worker, as before
+    app.state.triage.inst.flush(10)
+    with open_store(store_path, readonly=True) as store:
+        assert [(e.score, e.source) for e in store.events("feedback") if e.query_id == qid] == [
+            (1.0, "gold"),
+            (0.5, "human"),
+        ]
+
+
 def test_options_from_flags_and_env():
     given, rest = split_argv(
         ["--port", "9", "--triage-unit", "chunk", "--triage-reweight", "--triage-store=x.db"]

@@ -1,7 +1,8 @@
 """Query ids: the string that joins a query's retrieval, generation and feedback events.
 
 :func:`new_query_id` makes one that is unique across processes (a random per-process prefix and a
-counter). The id of the query running now lives in one :class:`~contextvars.ContextVar`, set by
+counter; a forked child, such as a gunicorn worker of a preloaded app, draws a new prefix). The id
+of the query running now lives in one :class:`~contextvars.ContextVar`, set by
 :meth:`Instrumentor.query() <triage_plugins.adapter_kit.instrumentor.Instrumentor.query>` (or
 :func:`using_query_id`): each asyncio task and each thread started with a copied context keeps its
 own, so concurrent queries keep theirs.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import uuid
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -22,6 +24,16 @@ __all__ = ["current_query_id", "new_query_id", "using_query_id"]
 _PROCESS = uuid.uuid4().hex[:10]  # random per process: ids stay unique across workers and restarts
 _COUNTER = itertools.count(1)
 _CURRENT: ContextVar[str | None] = ContextVar("triage_query_id", default=None)
+
+
+def _new_process() -> None:
+    """A forked child (a gunicorn worker of a preloaded app) draws its own process part."""
+    global _PROCESS
+    _PROCESS = uuid.uuid4().hex[:10]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process)
 
 
 def new_query_id(framework: str = "triage") -> str:
