@@ -46,6 +46,21 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def _check_paths(inputs: dict[str, Path | str | None] = {}, outputs: dict[str, Path | None] = {}) -> None:  # noqa: B006 - read only
+    """Fail now, before any long work, when an input file is missing or an output cannot be written."""
+    from triage_plugins.apps.paths import check_input_file, check_output_file, is_store_url
+
+    try:
+        for what, path in inputs.items():
+            if path is not None and not (isinstance(path, str) and is_store_url(path)):
+                check_input_file(path, what)
+        for what, path in outputs.items():
+            if path is not None:
+                check_output_file(path, what)
+    except TriageError as exc:
+        _fail(str(exc))
+
+
 def _save(path: Path, text: str, what: str) -> None:
     """Write an output file the user asked for and say where it went."""
     path.write_text(text, encoding="utf-8")
@@ -183,6 +198,7 @@ def probe_cmd(
 
     if reader != "extractive":
         _fail(f"unknown reader {reader!r}: only 'extractive' (answers from the retrieved context) ships")
+    _check_paths({**{f"KB file {k}": k for k in kb}, "question file": questions}, {"--json file": json_out})
     try:
         triples = load_kb(kb if len(kb) > 1 else kb[0])
         graph = GraphView(triples)
@@ -260,6 +276,10 @@ def evolve_bench_cmd(
         _fail(f"--unit must be 'triple' or 'chunk', got {unit!r}")
     if chunking not in ("source", "subject") or split not in ("all", "dev", "test"):
         _fail("--chunking takes 'source' or 'subject'; --split takes 'all', 'dev' or 'test'")
+    _check_paths(
+        {**{f"KB file {k}": k for k in kb}, "question file": questions, "annotations file": annotations},
+        {"--json file": json_out},
+    )
     try:
         with _progress_bars(not quiet) as progress:
             result = run_evolve_bench(
@@ -416,7 +436,12 @@ def _load_reference(path: str):
 
 @app.command("score")
 def score_cmd(
-    events: Annotated[Path, typer.Argument(help="JSON-lines file of events (DESIGN §6), from any pipeline.")],
+    events: Annotated[
+        Path,
+        typer.Argument(
+            help="JSON-lines file of events, from `triage export` or any pipeline (format: `triage schema`)."
+        ),
+    ],
     ontology: Annotated[
         Path | None, typer.Option("--ontology", help="Ontology file (JSON/YAML) for SC, CVR, LC, OC.")
     ] = None,
@@ -428,6 +453,14 @@ def score_cmd(
         Path | None, typer.Option("--json", help="Also write the full report as JSON here.")
     ] = None,
     max_queries: Annotated[int, typer.Option(help="Queries to list in the per-query table.")] = 50,
+    skip_bad: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad",
+            help="Skip lines that are not events (one warning names how many and the first few) "
+            "instead of stopping at the first.",
+        ),
+    ] = False,
 ) -> None:
     """Compute every metric the events allow: per phase, per query, and the chain signature per query.
 
@@ -440,12 +473,14 @@ def score_cmd(
     from triage_plugins.apps.score_file import score_file, write_json_report
     from triage_plugins.kg.ontology import load_ontology
 
-    if not events.exists():
-        _fail(f"no events file at {events}")
+    _check_paths(
+        {"events file": events, "ontology file": ontology, "reference KG file": reference},
+        {"--json file": json_out},
+    )
     try:
         onto = load_ontology(ontology) if ontology else None
         ref = _load_reference(reference) if reference else None
-        options = {"ontology": onto, "reference": ref, "keep": max_queries}
+        options = {"ontology": onto, "reference": ref, "keep": max_queries, "skip_bad": skip_bad}
         if json_out is not None:
             report = write_json_report(json_out, events, **options)
         else:
@@ -454,9 +489,111 @@ def score_cmd(
         _fail(str(exc))
     except OSError as exc:
         _fail(f"cannot write {json_out}: {exc.strerror or exc}")
+    if report.bad_lines is not None and report.bad_lines.count:
+        err.print(Text(f"warning: {report.bad_lines.summary(events)}", style="yellow"), soft_wrap=True)
     render_score_report(report, console, max_queries=max_queries)
     if json_out is not None:
         console.print(Text(f"report written to {json_out}", style="dim"), soft_wrap=True)
+
+
+@app.command("export")
+def export_cmd(
+    store: Annotated[
+        str, typer.Argument(help="Store to read: a SQLite path or a postgresql:// URL (opened read-only).")
+    ],
+    jsonl: Annotated[Path, typer.Option("--jsonl", help="JSON-lines file to write (one event a line).")],
+    run: Annotated[
+        str | None, typer.Option("--run", help="Only this run's events (see `triage store info`).")
+    ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            "--kind",
+            help="Only events of this kind: extraction, graph, retrieval, generation, feedback, "
+            "rerank or gate.",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace the output file if it exists.")] = False,
+) -> None:
+    """Write a store's events as JSON lines, the input of `triage score` and of other tools.
+
+    Events are streamed in recording order; the file appears complete or not at all (written beside
+    it, then renamed). Example: triage export triage-demo.sqlite --jsonl events.jsonl
+    """
+    from triage_plugins.apps.export import export_events
+    from triage_plugins.apps.paths import check_input_file, check_output_file, is_store_url
+
+    try:
+        if not is_store_url(store):
+            check_input_file(store, "store")
+        check_output_file(jsonl, "output file", force=force)
+        result = export_events(store, jsonl, run_id=run, kind=kind)
+    except TriageError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot write {jsonl}: {exc.strerror or exc}")
+    kinds = ", ".join(f"{n} {k}" for k, n in result.kinds.items()) or "none"
+    console.print(Text(f"{result.events} events written to {jsonl} ({kinds})"), soft_wrap=True)
+
+
+@app.command("schema")
+def schema_cmd(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the schema here instead of printing it.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema (draft 2020-12) of an event line, generated from the event classes.
+
+    Validates the lines `triage score` reads and `triage export` writes (types, required fields,
+    kinds); the value rules of each event (non-blank ids, ranges) are checked when it is read.
+    """
+    from triage_plugins.apps.schema import event_schema
+
+    _check_paths(outputs={"schema file": out})
+    text = json.dumps(event_schema(), indent=2, ensure_ascii=False) + "\n"
+    if out is None:
+        print(text, end="")
+    else:
+        try:
+            _save(out, text, "schema")
+        except OSError as exc:
+            _fail(f"cannot write {out}: {exc.strerror or exc}")
+
+
+@app.command("explain")
+def explain_cmd(
+    metric: Annotated[
+        str | None, typer.Argument(help="A metric symbol, e.g. ERC, RRS, TCS (any case).")
+    ] = None,
+    list_all: Annotated[bool, typer.Option("--list", help="List every metric with its name.")] = False,
+) -> None:
+    """What a metric means: definition, paper section, range, a healthy value and the lever when low.
+
+    The same text as docs/metrics.md, read from the metric registry. Example: triage explain ERC
+    """
+    from triage_plugins.apps.explain import find_metric, metric_entry
+    from triage_plugins.metrics.registry import BUILTIN_METRICS
+
+    if list_all or metric is None:
+        for spec in BUILTIN_METRICS:
+            console.print(
+                Text.assemble((f"{spec.symbol:<10}", "bold"), f" {spec.name} ({spec.phase})"), soft_wrap=True
+            )
+        return
+    try:
+        entry = metric_entry(find_metric(metric))
+    except TriageError as exc:
+        _fail(str(exc))
+    console.print(Text(f"{entry.symbol}: {entry.name}", style="bold"), soft_wrap=True)
+    for label, value in (
+        ("definition", entry.definition),
+        ("paper", f"TRIAGE {entry.section} ({entry.phase})"),
+        ("range", f"{entry.range}, {entry.direction}"),
+        ("healthy", entry.healthy),
+        ("when low", entry.lever),
+        *(("note", n) for n in entry.notes),
+    ):
+        console.print(Text.assemble((f"  {label}: ", "dim"), value), soft_wrap=True)
 
 
 def _rows_from_store(path: str) -> list[dict]:
@@ -533,10 +670,8 @@ def calibrate_cmd(
         if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith(("sqlite:", "postgres")):
             rows = _rows_from_store(source)
         else:
-            path = Path(source)
-            if not path.exists():
-                _fail(f"no file at {source}")
-            rows = _rows_from_jsonl(path)
+            _check_paths({"file": source}, {"--json file": json_out})
+            rows = _rows_from_jsonl(Path(source))
         if not rows:
             _fail(f"{source} holds no scored queries")
         report = calibrate_rows(
@@ -595,6 +730,12 @@ def compare_cmd(
     from triage_plugins.kg.ontology import load_ontology
     from triage_plugins.report import compare_html, render_compare
 
+    _check_paths(
+        {"question file": questions, "ontology file": ontology},
+        {"--json file": json_out, "--html file": html_out},
+    )
+    if corpus != "embedded" and not Path(corpus).is_dir():
+        _fail(f"--corpus is 'embedded' or a folder of .txt/.md files; {corpus} is not a folder")
     try:
         source = embedded_corpus(seed) if corpus == "embedded" else load_corpus_dir(corpus)
         if ontology is not None:
@@ -651,7 +792,10 @@ def report_cmd(
         _fail(f"no store at {store}")
     try:
         with Store.open(store, readonly=True) as opened:
-            report = build_store_report(opened, since=parse_since(since), window=window, statistic=statistic)
+            report = build_store_report(
+                opened, since=parse_since(since), window=window, statistic=statistic,
+                detail_queries=500 if html_out is not None else 0,  # per-query panels are HTML only
+            )  # fmt: skip
     except TriageError as exc:
         _fail(str(exc))
     render_store_report(report, console)

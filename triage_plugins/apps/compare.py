@@ -875,9 +875,13 @@ def _check_modes(selected: Sequence[FrameworkRunner], modes: Sequence[str] | Non
     known = {m for r in selected for m in r.modes}
     unknown = [m for m in modes if m not in known]
     if unknown:
+        close = sorted(
+            {c for m in unknown for c in difflib.get_close_matches(m, sorted(known), n=3, cutoff=0.6)}
+        )
         raise ConfigError(
-            f"mode(s) {', '.join(unknown)} are not supported by {', '.join(r.name for r in selected)}; "
-            f"known modes: {', '.join(sorted(known))}"
+            f"mode(s) {', '.join(unknown)} are not supported by {', '.join(r.name for r in selected)}"
+            + (f" (did you mean {', '.join(close)}?)" if close else "")
+            + f"; known modes: {', '.join(sorted(known))}"
         )
 
 

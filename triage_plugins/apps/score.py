@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from triage_plugins.kg.ontology import Ontology
 
 __all__ = [
+    "BadLines",
     "CalibrationReport",
     "PhaseReport",
     "QueryScore",
@@ -190,6 +191,8 @@ class ScoreReport:
     registry: MetricRegistry = field(default=BUILTIN_METRICS, repr=False)
     #: Queries scored in all; ``queries`` may hold only the first of them (a streamed file).
     n_queries: int | None = None
+    #: The lines skipped as not events (``triage score --skip-bad``), or ``None`` when none were allowed.
+    bad_lines: BadLines | None = None
 
     @property
     def total_queries(self) -> int:
@@ -217,9 +220,33 @@ class ScoreReport:
 # --------------------------------------------------------------------------- reading
 
 
-def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+@dataclass(slots=True)
+class BadLines:
+    """Lines of a trace file that are not events, skipped by ``triage score --skip-bad``.
+
+    :param keep: how many ``(line number, reason)`` pairs to keep for the summary.
+    """
+
+    count: int = 0
+    first: list[tuple[int, str]] = field(default_factory=list)
+    keep: int = 5
+
+    def add(self, number: int, reason: str) -> None:
+        self.count += 1
+        if len(self.first) < self.keep:
+            self.first.append((number, reason))
+
+    def summary(self, path: str | Path) -> str:
+        """One line: how many lines were skipped, and the first few with their reasons."""
+        shown = "; ".join(f"line {n}: {why}" for n, why in self.first)
+        more = f"; {self.count - len(self.first)} more" if self.count > len(self.first) else ""
+        return f"{self.count} bad line(s) of {path} skipped ({shown}{more})"
+
+
+def read_lines(path: str | Path, bad: BadLines | None = None) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of a JSON-lines file's non-blank lines.
 
+    :param bad: when given, a line that is not UTF-8 text is added to it and skipped instead of raising.
     :raises TriageError: the file cannot be read (missing, a folder, no permission, not UTF-8 text:
         the message names the line).
     """
@@ -229,7 +256,10 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise TriageError(f"{path}, line {number}: not UTF-8 text ({exc.reason})") from None
+                    if bad is None:
+                        raise TriageError(f"{path}, line {number}: not UTF-8 text ({exc.reason})") from None
+                    bad.add(number, f"not UTF-8 text ({exc.reason})")
+                    continue
                 if line.strip():
                     yield number, line
     except IsADirectoryError:

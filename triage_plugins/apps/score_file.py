@@ -13,6 +13,9 @@ can have millions of lines, so :func:`score_file` reads the file twice instead:
 
 The result equals :func:`score_events` on the same events, except that queries come in the order
 their last event appears in the file.
+
+With ``skip_bad=True`` a line that is not an event is counted, noted and skipped in pass 1 instead of
+stopping it; pass 2 reads only the lines pass 1 indexed, so both passes skip the same lines.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from triage_plugins.apps.score import (
+    BadLines,
     QueryParts,
     QueryScore,
     ScoreReport,
@@ -37,7 +41,14 @@ from triage_plugins.apps.score import (
     parse_line,
     read_lines,
 )
-from triage_plugins.contract.events import ExtractionEvent, GenerationEvent, GraphEvent, RetrievalEvent
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.events import (
+    ExtractionEvent,
+    GenerationEvent,
+    GraphEvent,
+    RetrievalEvent,
+    from_json,
+)
 from triage_plugins.metrics.registry import MetricRegistry, metric_registry
 
 if TYPE_CHECKING:
@@ -57,12 +68,19 @@ class _Index:
     parts: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # key -> 3 line numbers (0: none)
 
 
-def _index(path: str | Path) -> _Index:
+def _index(path: str | Path, bad: BadLines | None = None) -> _Index:
     index = _Index()
     trace = index.trace
     retrieved_twice = 0
-    for number, line in read_lines(path):
-        event = parse_line(line, path, number)
+    for number, line in read_lines(path, bad):
+        if bad is None:
+            event = parse_line(line, path, number)
+        else:
+            try:
+                event = from_json(line)
+            except EventError as exc:
+                bad.add(number, str(exc))
+                continue
         trace.counts[event.kind] += 1
         if isinstance(event, ExtractionEvent):
             trace.extractions.append(event)
@@ -79,6 +97,8 @@ def _index(path: str | Path) -> _Index:
         trace.notes.append(
             f"{retrieved_twice} retrieval event(s) repeat a query id: the last retrieval of each is scored"
         )
+    if bad is not None and bad.count:
+        trace.notes.append(bad.summary(path))
     if trace.counts["graph"] > 1:
         trace.notes.append(f"{trace.counts['graph']} graph events: the last one is scored")
     orphans = sum(1 for slots in index.parts.values() if not slots[_RETRIEVAL])
@@ -96,7 +116,8 @@ def _stream_parts(path: str | Path, index: _Index) -> Iterator[QueryParts]:
                 if number:
                     wanted[number] = (key, slot)
     pending: dict[tuple[str, str], list[Any]] = {}
-    for number, line in read_lines(path):
+    # Pass 1 already counted the undecodable lines; none of them is wanted here.
+    for number, line in read_lines(path, BadLines()):
         hit = wanted.pop(number, None)
         if hit is None:
             continue
@@ -117,6 +138,7 @@ def score_file(
     metrics: MetricRegistry | None = None,
     keep: int | None = None,
     json_to: TextIO | None = None,
+    skip_bad: bool = False,
 ) -> ScoreReport:
     """Score a JSON-lines trace file in two streaming passes (see the module docstring).
 
@@ -124,11 +146,15 @@ def score_file(
         aggregates, RHD and signature counts always cover every query.
     :param json_to: write the full JSON report (every query) here while scoring, in the shape of
         :meth:`ScoreReport.to_dict`.
-    :raises EventError: a line is not an event (the message names the line), before anything is written.
+    :param skip_bad: skip lines that are not events (counted in :attr:`ScoreReport.bad_lines` and
+        summed up in one note) instead of raising.
+    :raises EventError: a line is not an event (the message names the line), before anything is
+        written; not with ``skip_bad``.
     :raises TriageError: the file cannot be read.
     """
     registry = metric_registry() if metrics is None else metrics
-    index = _index(path)
+    bad = BadLines() if skip_bad else None
+    index = _index(path, bad)
     trace = index.trace
     phases = _phases(trace, ontology, reference, registry)
     grounder = _default_grounder(trace, has_queries=any(slots[_RETRIEVAL] for slots in index.parts.values()))
@@ -149,7 +175,7 @@ def score_file(
     )  # fmt: skip
     report = ScoreReport(
         phases, kept, summary.aggregate, summary.rhd, summary.signatures, dict(trace.counts),
-        trace.notes, registry, n_queries=summary.n_queries,
+        trace.notes, registry, n_queries=summary.n_queries, bad_lines=bad,
     )  # fmt: skip
     if writer is not None:
         writer.end(report)

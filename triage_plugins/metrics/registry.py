@@ -25,6 +25,7 @@ fixed by TRIAGE §4.5), and a symbol registered twice is a :class:`~triage_plugi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -113,6 +114,11 @@ class MetricSpec:
     :param kernel: a built-in per-query usage metric's computation over the shared
         :class:`~triage_plugins.metrics.usage.QueryView` (a plugin's metric leaves it ``None`` and
         ``function`` is called).
+    :param definition: what it measures, in one sentence (empty: the first paragraph of
+        ``function``'s docstring is the definition).
+    :param healthy: what a healthy value looks like (empty for a chain link: at or above its θ).
+    :param lever: what to change when the value is poor (empty for a chain link: the levers of its
+        signature in :data:`~triage_plugins.diagnosis.chain.REMEDIATION`).
     """
 
     symbol: str
@@ -127,6 +133,9 @@ class MetricSpec:
     value_range: tuple[float, float] | None = (0.0, 1.0)
     headline: bool = True
     kernel: Callable[[U.QueryView], MetricResult] | None = field(default=None, repr=False, compare=False)
+    definition: str = field(default="", compare=False)
+    healthy: str = field(default="", compare=False)
+    lever: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.symbol, str) or not self.symbol.strip():
@@ -298,7 +307,67 @@ def _usage(
 _LOWER = {"higher_is_better": False}
 _COUNT = {"value_range": None}
 
-BUILTIN_METRICS = MetricRegistry(
+_CVR_PART = {"pred": "the predicate is not in the schema", "dom": "the subject's type is outside the predicate's domain", "rng": "the object's type is outside the predicate's range"}  # fmt: skip
+
+# What a healthy value looks like and the lever when it is poor, for the metrics outside the chain
+# (the chain links' come from their θ and REMEDIATION). Rules of thumb, not values from the paper,
+# except where a section is named.
+_GUIDE: dict[str, tuple[str, str]] = {
+    "TCS": ("mean ≥ 0.8: the extractor is sure of most triples", "a stronger or better-prompted extraction model, temperature 0; drop triples below the confidence floor τ"),
+    "SCR": ("close to 1: almost every passage yields a confident triple", "smaller or cleaner chunks; an extraction prompt that names the domain's relations"),
+    "EC": ("≥ 0.7: repeated runs extract mostly the same triples", "temperature 0, a fixed prompt with examples, a constrained output format"),
+    "EC_soft": ("≥ EC, near 1 when runs differ only in wording", "as for EC; a large gap to EC means paraphrases: canonicalize predicates"),
+    "CSC": ("as high as the sources overlap; near 0 on a corpus with one source per fact", "canonicalize entities and predicates so one fact from two documents merges; add corroborating sources"),
+    "EntRatio": ("≥ 0.8: the evidence entails most triples", "ask for evidence spans, a stricter extraction prompt; drop triples the NLI model does not entail"),
+    "SC": ("≥ 0.9 when an ontology is given", "give the extractor the ontology's predicates and types; map predicates to the schema after extraction; or extend the ontology"),
+    "CVR": ("near 0", "type the entities, check each triple's domain and range, filter or repair violating triples"),
+    "CVR_pred": ("near 0", "map extracted predicates to the schema's, or add the missing predicates to the ontology"),
+    "CVR_dom": ("near 0", "fix subject typing (entity types in the extraction prompt) or widen the predicate's domain"),
+    "CVR_rng": ("near 0", "fix object typing or widen the predicate's range"),
+    "CSR_link": ("≥ 0.9: nearly every endpoint links to a canonical entity", "entity linking: an alias table, fuzzy or embedding matching, merging surface forms"),
+    "EAR": ("close to 1", "have the extractor return the evidence span of each triple"),
+    "TRIAGE-TI": ("≥ 0.7; read its components", "raise the lowest of its components (TCS, SCR, EC, CSC, SC, CSR_link)"),
+    "MR": ("small relative to the number of candidate entities (1 is perfect)", "a better KG-embedding model or more training triples; filter the candidate set by type (MRR_type)"),
+    "MRR": ("as high as possible; compare against a baseline model on the same KG", "a better KG-embedding model, more training triples, type constraints"),
+    "Hits@K": ("as high as possible at the K you retrieve with", "as for MRR"),
+    "MRR_type": ("≥ MRR: type constraints should only help", "declare entity types and predicate domains/ranges in the ontology"),
+    "ECE": ("≤ 0.05: confidences match accuracy", "recalibrate the completion scores (temperature or isotonic scaling)"),
+    "cos": ("≥ 0.8 against the gold triples", "extraction fidelity: a stronger extractor, domain examples in the prompt"),
+    "Score": ("close to 1 for a matched pair", "as for Soft-F1"),
+    "Soft-F1": ("≥ 0.7 against the gold triples", "extraction recall (more relations per passage) and precision (fewer spurious triples)"),
+    "TFI": ("≥ 0.7", "raise the lowest of cos, Soft-F1 and EntRatio"),
+    "LC": ("close to 1: few conflicting triples", "resolve conflicts: one object for functional predicates, disjoint types kept apart, source trust or recency to choose"),
+    "OC": ("most schema elements instantiated; low means the KG covers little of the ontology", "acquire documents for the uncovered classes and predicates, or prune the ontology to the domain"),
+    "DNR": ("low (≤ 0.3); near 0 for a well-linked KG", "link and canonicalize entities so isolated nodes join the graph; extract more relations per entity"),
+    "SRR": ("near 0", "deduplicate: merge paraphrased predicates and duplicate entities"),
+    "COR": ("close to 1 against the reference KG", "extraction precision: drop low-confidence or unentailed triples (TCS, EntRatio)"),
+    "CMP": ("as high as the corpus allows", "extraction recall and document acquisition"),
+    "ERP": ("read relatively: low by construction (most retrieved nodes are not query entities)", "rerank or prune the retrieved subgraph; watch ERC, which a tighter retrieval can lower"),
+    "RPC": ("as low as keeps ERC and RRS above θ", "cap top-k, hops or the beam; seed from linked query entities"),
+    "RHD": ("the question's hop count; ∞ means the answer is not connected to the query entities", "more hops for deep questions; an ∞ share is a connectivity gap (see RRS)"),
+    "AUR": ("high enough that the context is not mostly unused; low means context bloat", "smaller top-k, reranking, pruning triples off the reasoning path"),
+    "KNI": ("> 0: the retrieved context improves grounding over the closed-book answer", "≤ 0: check retrieval (ERC, RRS) and that the reader prompt uses the context"),
+    "GPC": ("share of queries with a whole gold path retrieved, close to 1", "more hops or a wider beam; seeds from the linked query entities"),
+    "RPP": ("high: retrieved triples lie on gold paths", "rerank or prune off-path triples"),
+    "RPR": ("close to 1: the gold paths are retrieved", "more hops, a wider beam, more seeds"),
+    "CC": ("close to 1: the gold answer is in the context", "the retrieval levers of the chain (ERC, RRS)"),
+    "Hits@1": ("as high as the benchmark allows; read the chain signature of the misses", "the levers of the misses' signatures (triage score shows them per query)"),
+    "F1": ("as for Hits@1", "as for Hits@1; a low F1 with a high Hits@1 means extra or missing answer entities"),
+    "RFR": ("low: when the answer is in context the reader finds it", "the reader: its prompt or model, fewer distractor triples in the context"),
+    "HHR": ("close to 1: hard answers are found as often as any", "more hops and relation-aware retrieval for multi-hop questions"),
+}  # fmt: skip
+
+
+def _guided(specs: Iterable[MetricSpec]) -> Iterator[MetricSpec]:
+    """The specs with their :data:`_GUIDE` entry (and CVR parts' definitions) filled in."""
+    for spec in specs:
+        healthy, lever = _GUIDE.get(spec.symbol, ("", ""))
+        part = spec.symbol.removeprefix("CVR_")
+        definition = f"CVR counting one constraint: {_CVR_PART[part]}." if part in _CVR_PART else ""
+        yield dataclasses.replace(spec, healthy=healthy, lever=lever, definition=definition)
+
+
+BUILTIN_METRICS = MetricRegistry(_guided(
     (
         # KG Implementation (TRIAGE §4.1)
         MetricSpec("TCS", "Triple Confidence Score", "implementation", "extraction", X.triple_confidence_score, "§4.1.2, eq. 7"),
@@ -362,7 +431,7 @@ BUILTIN_METRICS = MetricRegistry(
         _usage("HHR", "Hard Hits Rate", "population", U.hard_hits_rate, None, "§4.3.5 (after [70])",
                needs_gold=True, headline=False, value_range=None),
     )
-)  # fmt: skip
+))  # fmt: skip
 """The metrics this package defines, in the order of TRIAGE Table 2 within each phase."""
 
 
