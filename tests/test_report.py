@@ -36,7 +36,10 @@ from triage_plugins.report import (
     render_store_report,
     store_html,
 )
-from triage_plugins.report.html import Safe, table
+from triage_plugins.report.data import load_query_details
+from triage_plugins.report.html import Safe, script_hash, table
+from triage_plugins.report.query_view import SCRIPT
+from triage_plugins.report.subgraph_svg import layout, subgraph_svg
 from triage_plugins.runtime.manager import TriageManager
 from triage_plugins.store import MetricRow, Store
 
@@ -196,11 +199,19 @@ def _hostile_store(tmp_path) -> Store:
     return store
 
 
+def _only_our_script(html: str) -> None:
+    """The page's one script is the package's own, allowed by its hash; nothing else can run."""
+    assert html.lower().count("<script") == 1
+    assert f"<script>{SCRIPT}</script>" in html
+    assert f"script-src {script_hash(SCRIPT)};" in html and "unsafe-inline'; img" in html
+    assert "'unsafe-inline'" not in html.split("script-src", 1)[1].split(";", 1)[0]
+
+
 def test_store_html_escapes_untrusted_text(tmp_path) -> None:
     with _hostile_store(tmp_path) as store:
         report = build_store_report(store, window=2)
     html = store_html(report)
-    assert "<script" not in html.lower()
+    _only_our_script(html)
     assert HOSTILE_ESCAPED in html  # the query text and the triple id are shown, escaped
     assert "onmouseover=" not in html.replace("onmouseover=&quot;", "")
     assert "<b>Co</b>" not in html
@@ -273,6 +284,107 @@ def test_cli_report(reference_store, tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert "reference / krag" in res.output
     html = out.read_text(encoding="utf-8")
-    assert html.count("<svg") >= 3 and "<table" in html and "<script" not in html.lower()
+    assert html.count("<svg") >= 3 and "<table" in html
+    _only_our_script(html)
     missing = CliRunner().invoke(app, ["report", str(tmp_path / "nope.sqlite")])
     assert missing.exit_code == 1
+
+
+# --------------------------------------------------------------------------- the query drill-down
+
+
+def test_store_html_panels_escape_untrusted_text(tmp_path) -> None:
+    with _hostile_store(tmp_path) as store:
+        report = build_store_report(store, window=2)
+    html = store_html(report)
+    panels = re.findall(r"<template id=\"p-\d+\">(.*?)</template>", html, flags=re.S)
+    assert len(panels) == 3  # one per query, inert until opened
+    assert all(HOSTILE not in p and "<b>Co</b>" not in p for p in panels)
+    assert any(HOSTILE_ESCAPED in p for p in panels)  # question, grounding and triples shown as text
+    assert f'data-ret="{ATTR.replace(chr(34), "&quot;")}"' in html  # the retriever only as an attribute value
+    for svg in re.findall(r"<svg.*?</svg>", html, flags=re.S):
+        _svg_ok(svg)
+
+
+def test_subgraph_svg_highlights_seeds_and_frames_disconnected_parts() -> None:
+    triples = [Triple.of(HOSTILE, "knows", "B"), Triple.of("B", "likes", "C"), Triple.of("X", "near", "Y")]
+    svg = subgraph_svg(["Lonely"], triples, seeds=[HOSTILE], gold=["C"], answers=["Y"], uid="t")
+    root = _svg_ok(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    classes = {g.get("data-node"): g.get("class") for g in root.iter(f"{ns}g") if g.get("data-node")}
+    assert classes == {HOSTILE: "node seed", "B": "node other", "C": "node gold", "X": "node other",
+                       "Y": "node answer", "Lonely": "node other"}  # fmt: skip
+    parts = [g for g in root.iter(f"{ns}g") if g.get("class") == "part"]
+    assert len(parts) == 3  # {seed, B, C}, {X, Y}, {Lonely}
+    labels = ["".join(t.itertext()) for p in parts for t in p.iter(f"{ns}text")]
+    assert labels[0] == "part 1 · 3 nodes" and labels[1].endswith("not connected to a query entity")
+    assert HOSTILE not in svg and HOSTILE_ESCAPED in svg
+    # radial layers: the seed in the middle of its part, B one ring out, C two rings out
+    lay = layout([], triples, [HOSTILE])
+    cx, cy, _ = lay.frames[0]
+    dist = {n: ((lay.pos[n][0] - cx) ** 2 + (lay.pos[n][1] - cy) ** 2) ** 0.5 for n in (HOSTILE, "B", "C")}
+    assert dist[HOSTILE] < dist["B"] < dist["C"]
+    assert subgraph_svg(["Lonely"], triples, seeds=[HOSTILE], gold=["C"], answers=["Y"], uid="t") == svg
+    one = subgraph_svg([], triples[:2], seeds=[HOSTILE])
+    assert 'class="part"' not in one  # a single part gets no frame
+    assert "empty" in subgraph_svg([], [])
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory):
+    from triage_plugins.apps.demo import run_demo
+
+    path = tmp_path_factory.mktemp("demo") / "demo.sqlite"
+    run_demo(seed=0, store=path, feedback_rounds=0)
+    return path
+
+
+def test_query_details_put_silent_failures_first_and_match_the_events(demo_store) -> None:
+    with Store.open(demo_store, readonly=True) as store:
+        report = build_store_report(store)
+        details = report.details
+        assert details is not None and details.total == sum(len(g.queries) for g in report.groups)
+        verdicts = [d.verdict for d in details.queries]
+        ranks = [("silent failure", "wrong", "no gold", "right").index(v) for v in verdicts]
+        assert ranks == sorted(ranks) and verdicts[0] == "silent failure"
+        for d in details.queries:  # the verdict follows the recorded signature and Hits@1
+            hits = d.hits1.value if d.hits1 is not None else None
+            if d.verdict == "silent failure":
+                assert d.trace.signature == "supported" and hits == 0
+            elif d.verdict == "right":
+                assert hits is not None and hits > 0
+        d = details.queries[0]
+        event = store.last_event("retrieval", framework=d.framework, query_id=d.trace.query_id)
+        answer = store.last_event("generation", framework=d.framework, query_id=d.trace.query_id)
+        assert d.trace.query == event.query and d.triples == event.subgraph.triples
+        assert d.gold == event.gold.answers and d.answer == answer.answer
+        assert d.answer not in d.gold  # a silent failure: the answer is not gold
+        small = load_query_details(store, report.groups, max_queries=5, max_triples=3)
+    assert len(small.queries) == 5 and small.queries == small.queries[:5]
+    assert [q.key for q in small.queries] == [q.key for q in details.queries[:5]]
+    assert all(len(q.triples) <= 3 for q in small.queries)
+    assert any("5 of" in n for n in small.notes) and any("more than 3 triples" in n for n in small.notes)
+    assert build_store_report(Store.open(demo_store, readonly=True), detail_queries=0).details is None
+
+
+def test_store_html_of_the_demo_has_tabs_table_and_panels(demo_store) -> None:
+    with Store.open(demo_store, readonly=True) as store:
+        report = build_store_report(store, detail_queries=180, detail_triples=30)
+    html = store_html(report)
+    _only_our_script(html)
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
+    for tab in ("overview", "queries", "chains", "graph", "scores"):
+        assert f'class="tabpane" id="{tab}"' in html
+    assert html.count("<template id=") == 180 and html.count('<tr data-p="') == 180
+    assert re.search(r'<tr data-p="0"[^>]*data-verdict="silent failure"', html)
+    embedded = {d.key for d in report.details.queries}
+    worst = {
+        f"{g.framework}/{g.retriever}/{q.query_id}"
+        for g in report.groups
+        for w in g.worst.values()
+        for q in w
+    }
+    linked = worst & embedded
+    assert linked  # the chains tab links its worst queries to their panels
+    assert all(f'href="#q={key}"' in html for key in linked)
+    assert "180 of 376 queries embedded" in html

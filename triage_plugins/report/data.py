@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from triage_plugins.contract.errors import ConfigError
-from triage_plugins.contract.events import RetrievalEvent
+from triage_plugins.contract.events import GenerationEvent, RetrievalEvent, Triple
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES, ChainStep, WindowTrigger, diagnose
 from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
 from triage_plugins.metrics.result import MetricResult
@@ -39,12 +39,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CHAIN_METRICS",
     "GroupReport",
+    "QueryDetail",
+    "QueryDetails",
     "QueryTrace",
     "ScoreMove",
     "ScoreUnitReport",
     "StoreReport",
     "TriggerFired",
     "build_store_report",
+    "load_query_details",
     "parse_since",
     "summary_metrics",
 ]
@@ -167,6 +170,9 @@ class StoreReport:
     #: (``undelivered``). Metrics computed from the store miss these.
     dropped: int = 0
     undelivered: int = 0
+    #: Per-query drill-down (question, retrieved triples and chunks, answer, gold), bounded; ``None``
+    #: when not loaded (``detail_queries=0``).
+    details: QueryDetails | None = None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -373,6 +379,169 @@ def _score_units(store: Store, since: float | None, top: int) -> list[ScoreUnitR
     return out
 
 
+# --------------------------------------------------------------------------- per-query drill-down
+
+#: The verdicts of the query table, in the order the table lists them first.
+VERDICTS: tuple[str, ...] = ("silent failure", "wrong", "no gold", "right")
+CHUNK_CHARS = 600
+
+
+def verdict(signature: str | None, hits1: MetricResult | None) -> str:
+    """``"silent failure"`` (the chain says ``supported`` yet Hits@1 = 0, TRIAGE's silent failure),
+    ``"wrong"`` (Hits@1 = 0), ``"right"`` (Hits@1 > 0) or ``"no gold"`` (Hits@1 undefined or absent)."""
+    if hits1 is None or hits1.value is None:
+        return "no gold"
+    if hits1.value > 0:
+        return "right"
+    return "silent failure" if signature == "supported" else "wrong"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDetail:
+    """One query as its events recorded it: what was asked, retrieved and answered, against the gold.
+
+    ``triples``, ``nodes`` and ``chunks`` are cut to the loader's bounds; the ``*_total`` fields give
+    the sizes before the cut. Chunk texts are cut to :data:`CHUNK_CHARS` characters."""
+
+    framework: str
+    retriever: str
+    trace: QueryTrace
+    mentions: tuple[str, ...]
+    grounding: Mapping[str, str | None]
+    triples: tuple[Triple, ...]
+    triples_total: int
+    nodes: tuple[str, ...]
+    chunks: tuple[tuple[str, str], ...]
+    chunks_total: int
+    answer: str | None
+    answer_nodes: tuple[str, ...]
+    gold: tuple[str, ...] | None
+    recorded: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.framework}/{self.retriever}/{self.trace.query_id}"
+
+    @property
+    def seeds(self) -> tuple[str, ...]:
+        """The query entities: the nodes the mentions grounded to."""
+        return tuple(dict.fromkeys(n for n in self.grounding.values() if n))
+
+    @property
+    def hits1(self) -> MetricResult | None:
+        return self.trace.metrics.get("Hits@1")
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.trace.signature, self.hits1)
+
+
+@dataclass
+class QueryDetails:
+    """The queries embedded in the HTML report: at most ``max_queries`` of ``total``, silent failures
+    first, then wrong answers, then queries without gold, then right ones (time order within each)."""
+
+    queries: list[QueryDetail]
+    total: int
+    max_queries: int
+    max_triples: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _priority(group: GroupReport, t: QueryTrace) -> tuple[int, int, float, str]:
+    rank = VERDICTS.index(verdict(t.signature, t.metrics.get("Hits@1")))
+    return (rank, 0 if t.signature not in (None, "supported") else 1, t.ts, group.label)
+
+
+def _last_of(store: Store, kind: str, framework: str, query_id: str, retriever: str) -> list[object]:
+    """Events of one query (indexed lookup), those of ``retriever`` when the id is shared."""
+    events = list(store.events(kind, framework=framework, query_id=query_id))
+    if kind == "retrieval":
+        own = [e for e in events if getattr(e, "retriever", None) == retriever]
+        events = own or events
+    return events
+
+
+def _detail(
+    store: Store, group: GroupReport, t: QueryTrace, max_triples: int, max_chunks: int
+) -> QueryDetail:
+    fw, ret = group.framework, group.retriever
+    retrievals = [
+        e for e in _last_of(store, "retrieval", fw, t.query_id, ret) if isinstance(e, RetrievalEvent)
+    ]
+    answers = [
+        e
+        for e in _last_of(store, "generation", fw, t.query_id, ret)
+        if isinstance(e, GenerationEvent) and e.context == "retrieved"
+    ]
+    r = retrievals[-1] if retrievals else None
+    g = answers[-1] if answers else None
+    triples = r.subgraph.triples if r is not None else ()
+    nodes = list(
+        dict.fromkeys(
+            [
+                *(r.subgraph.nodes if r else ()),
+                *(n for x in triples[:max_triples] for n in (x.subject, x.object)),
+            ]
+        )
+    )
+    chunks = r.chunks if r is not None else ()
+    return QueryDetail(
+        framework=fw,
+        retriever=ret,
+        trace=replace(t, query=r.query if r is not None else t.query),
+        mentions=r.mentions if r is not None else (),
+        grounding=dict(r.grounding) if r is not None else {},
+        triples=tuple(triples[:max_triples]),
+        triples_total=len(triples),
+        nodes=tuple(nodes[: 2 * max_triples]),
+        chunks=tuple(
+            (c.id, c.text[:CHUNK_CHARS] + ("…" if len(c.text) > CHUNK_CHARS else ""))
+            for c in chunks[:max_chunks]
+        ),
+        chunks_total=len(chunks),
+        answer=g.answer if g is not None else None,
+        answer_nodes=tuple(dict.fromkeys(n for n in g.answer_grounding.values() if n))
+        if g is not None
+        else (),
+        gold=r.gold.answers if r is not None and r.gold is not None else None,
+        recorded=r is not None,
+    )
+
+
+def load_query_details(
+    store: Store,
+    groups: Sequence[GroupReport],
+    *,
+    max_queries: int = 500,
+    max_triples: int = 200,
+    max_chunks: int = 20,
+) -> QueryDetails:
+    """The per-query drill-down of the HTML report, read from the retrieval and generation events
+    (two indexed lookups per query kept). Bounded: ``max_queries`` queries (silent failures first, see
+    :class:`QueryDetails`), ``max_triples`` triples and ``max_chunks`` chunks each; cuts are noted."""
+    ranked = sorted(((g, t) for g in groups for t in g.queries), key=lambda gt: _priority(*gt))
+    kept = ranked[: max(0, max_queries)]
+    details = [_detail(store, g, t, max_triples, max_chunks) for g, t in kept]
+    notes: list[str] = []
+    if len(ranked) > len(kept):
+        notes.append(
+            f"{len(kept)} of {len(ranked)} queries embedded (at most {max_queries}: silent failures, then "
+            "wrong answers, then queries without gold, then right ones)"
+        )
+    cut = sum(1 for d in details if d.triples_total > len(d.triples))
+    if cut:
+        notes.append(
+            f"{cut} queries retrieved more than {max_triples} triples: only the first {max_triples} are shown"
+        )
+    missing = sum(1 for d in details if not d.recorded)
+    if missing:
+        notes.append(
+            f"{missing} queries have metrics but no retrieval event in this store (pruned or never recorded)"
+        )
+    return QueryDetails(details, len(ranked), max_queries, max_triples, notes)
+
+
 def build_store_report(
     store: Store,
     *,
@@ -383,6 +552,8 @@ def build_store_report(
     worst: int = 5,
     top_scores: int = 10,
     metrics: MetricRegistry | None = None,
+    detail_queries: int = 500,
+    detail_triples: int = 200,
 ) -> StoreReport:
     """Read a store into a :class:`StoreReport` (see the module docstring).
 
@@ -392,6 +563,8 @@ def build_store_report(
     :param metrics: whose metrics are summarized (default
         :func:`~triage_plugins.metrics.registry.metric_registry`); recorded metrics it does not know
         are summarized too, after its own.
+    :param detail_queries: how many queries get a drill-down (:func:`load_query_details`; 0: none).
+    :param detail_triples: at most this many retrieved triples per drilled-down query.
     """
     if window < 2:
         raise ConfigError(f"window must be >= 2 (one query never triggers an update), got {window}")
@@ -462,4 +635,7 @@ def build_store_report(
         thresholds={m: theta[m] for m in CHAIN_METRICS},
         dropped=dropped,
         undelivered=undelivered,
+        details=load_query_details(store, groups, max_queries=detail_queries, max_triples=detail_triples)
+        if detail_queries > 0
+        else None,
     )

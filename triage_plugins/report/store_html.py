@@ -1,8 +1,11 @@
-"""The HTML page of ``triage report STORE``: one self-contained file (inline CSS and SVG, no script)."""
+"""The HTML page of ``triage report STORE``: one self-contained file (inline CSS, SVG and one inline
+script, no fetch), in tabs: overview, queries (table and per-query panels, :mod:`query_view`), chains
+(per framework × retriever), graph, scores."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -14,6 +17,7 @@ from triage_plugins.report.html import (
     Safe,
     cell,
     details,
+    esc,
     figures,
     metric_cell,
     number,
@@ -22,6 +26,7 @@ from triage_plugins.report.html import (
     section,
     table,
 )
+from triage_plugins.report.query_view import SCRIPT, panel_href, queries_tab
 
 if TYPE_CHECKING:
     from triage_plugins.report.data import GroupReport, QueryTrace, ScoreUnitReport, StoreReport
@@ -125,7 +130,7 @@ def _triggers_part(g: GroupReport) -> list[object]:
     return [*parts, table(_TRIGGER_COLUMNS, rows, numeric=(4, 5))]
 
 
-def _worst_part(g: GroupReport) -> list[object]:
+def _worst_part(g: GroupReport, embedded: set[str]) -> list[object]:
     parts: list[object] = [Safe("<h3>Worst queries per signature</h3>")]
     if not g.worst:
         parts.append(Safe('<p class="note">No failing query.</p>'))
@@ -140,13 +145,23 @@ def _worst_part(g: GroupReport) -> list[object]:
             head = f"{q.query_id} — {q.query or '(query text not recorded)'}"
             if failed is not None:
                 head += f" — {failed.metric} = {number(failed.value)}"
-            blocks.append(details(head, _trace_table(q)))
+            key = f"{g.framework}/{g.retriever}/{q.query_id}"
+            link = (
+                Safe(
+                    f'<p><a href="{esc(panel_href(key))}">open this query: retrieved subgraph, answer, gold</a></p>'
+                )
+                if key in embedded
+                else Safe("")
+            )
+            blocks.append(details(head, link, _trace_table(q)))
         parts.append(details(f"{sig} ({g.signatures.get(sig, 0)} queries)", *blocks, open_=True))
     return parts
 
 
-def _group_section(g: GroupReport, window: int, anchor: str, thresholds: Mapping[str, float]) -> Safe:
-    parts = [*_group_figures(g, window, thresholds), *_triggers_part(g), *_worst_part(g)]
+def _group_section(
+    g: GroupReport, window: int, anchor: str, thresholds: Mapping[str, float], embedded: set[str]
+) -> Safe:
+    parts = [*_group_figures(g, window, thresholds), *_triggers_part(g), *_worst_part(g, embedded)]
     return section(f"{g.label} — {len(g.queries)} queries", *parts, anchor=anchor)
 
 
@@ -170,69 +185,104 @@ def _scores_section(units: list[ScoreUnitReport]) -> Safe:
     return section(
         "Contribution scores",
         *(parts or ["No contribution score in this store (no feedback was learned)."]),
-        anchor="scores",
         intro="EvoRAG §4.3: raw contribution scores start at 100; feedback moves them. The most promoted and "
         "most suppressed triples or chunks, with the number of updates each had.",
     )
 
 
-def store_html(report: StoreReport) -> str:
-    """Render a :class:`~triage_plugins.report.data.StoreReport` as one self-contained HTML document."""
-    sections: list[object] = []
+def _pane(name: str, *parts: object) -> Safe:
+    return Safe(
+        f'<div class="tabpane" id="{esc(name)}" data-tab="{esc(name)}">{"".join(esc(p) for p in parts)}</div>'
+    )
+
+
+def _verdict_counts(report: StoreReport) -> dict[str, Counter[str]]:
+    counts: dict[str, Counter[str]] = {}
+    for d in report.details.queries if report.details else ():
+        counts.setdefault(f"{d.framework} / {d.retriever}", Counter())[d.verdict] += 1
+    return counts
+
+
+def _overview(report: StoreReport) -> Safe:
+    verdicts = _verdict_counts(report)
     overview = table(
-        ["framework / retriever", "queries", *CHAIN_METRICS, "triggers", "signatures"],
+        ["framework / retriever", "queries", "silent failures", "wrong", *CHAIN_METRICS, "triggers", "signatures"],
         [
-            [g.label, len(g.queries), *(number(g.stats[m].median) if m in g.stats else "–" for m in CHAIN_METRICS),
+            [g.label, len(g.queries), verdicts.get(g.label, Counter())["silent failure"],
+             verdicts.get(g.label, Counter())["wrong"],
+             *(number(g.stats[m].median) if m in g.stats else "–" for m in CHAIN_METRICS),
              len(g.triggers), ", ".join(f"{s} {n}" for s, n in g.signatures.items())]
             for g in report.groups
         ],
-        numeric=range(1, 3 + len(CHAIN_METRICS)),
+        numeric=range(1, 5 + len(CHAIN_METRICS)),
     )  # fmt: skip
     counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
-    sections.append(
-        section(
-            "Overview",
-            Safe('<div class="wrap">'),
-            overview,
-            Safe("</div>"),
-            anchor="overview",
-            intro=f"{report.runs} run(s); rows: {counts}. Chain metric columns are medians per query.",
-        )
+    silent = sum(c["silent failure"] for c in verdicts.values())
+    lead = (
+        f'<p class="note"><b>{silent} silent failures</b> (chain signature <i>supported</i> but Hits@1 = 0: the '
+        'diagnosis saw nothing wrong, the answer is wrong) — listed first in <a href="#queries">Queries</a>.</p>'
+        if report.details
+        else ""
     )
-    if report.graph:
-        names = list(dict.fromkeys(n for metrics in report.graph.values() for n in metrics))
-        sections.append(
-            section(
-                "Graph",
-                Safe('<div class="wrap">'),
-                table(
-                    ["framework", *names],
-                    [[fw, *(metric_cell(m.get(n)) for n in names)] for fw, m in report.graph.items()],
-                    numeric=range(1, 1 + len(names)),
-                ),
-                Safe("</div>"),
-                anchor="graph",
-                intro="Latest KG Implementation (§4.1) and Validation (§4.2) metrics recorded per framework.",
-            )
-        )
-    for i, g in enumerate(report.groups):
-        sections.append(
-            _group_section(g, report.window, f"group-{i}", report.thresholds or default_thresholds())
-        )
-    sections.append(_scores_section(report.scores))
+    return section(
+        "Overview",
+        Safe(lead),
+        Safe('<div class="wrap">'),
+        overview,
+        Safe("</div>"),
+        intro=f"{report.runs} run(s); rows: {counts}. Chain metric columns are medians per query; silent "
+        "failures and wrong answers count the embedded queries (see Queries).",
+    )
+
+
+def _graph_section(report: StoreReport) -> Safe:
+    if not report.graph:
+        return section("Graph", "No graph-scope metric in this store.")
+    names = list(dict.fromkeys(n for metrics in report.graph.values() for n in metrics))
+    return section(
+        "Graph",
+        Safe('<div class="wrap">'),
+        table(
+            ["framework", *names],
+            [[fw, *(metric_cell(m.get(n)) for n in names)] for fw, m in report.graph.items()],
+            numeric=range(1, 1 + len(names)),
+        ),
+        Safe("</div>"),
+        intro="Latest KG Implementation (§4.1) and Validation (§4.2) metrics recorded per framework.",
+    )
+
+
+def store_html(report: StoreReport) -> str:
+    """Render a :class:`~triage_plugins.report.data.StoreReport` as one self-contained HTML document."""
+    thresholds = report.thresholds or default_thresholds()
+    embedded = {d.key for d in report.details.queries} if report.details else set()
+    overview: list[object] = [_overview(report)]
     if report.notes:
-        sections.append(
-            section(
-                "Notes",
-                Safe("<ul>" + "".join(f"<li>{cell(n)}</li>" for n in report.notes) + "</ul>"),
-                anchor="notes",
-            )
+        overview.append(
+            section("Notes", Safe("<ul>" + "".join(f"<li>{cell(n)}</li>" for n in report.notes) + "</ul>"))
         )
+    queries = section(
+        "Queries",
+        *queries_tab(report.details),
+        intro="Every embedded query with its verdict against the gold answer. Click a column to sort, a row "
+        "to open its panel: question, answer, gold, chain values, the retrieved subgraph (query entities "
+        "orange, gold answers green) and the retrieved triples and chunks.",
+    )
+    chains = [
+        _group_section(g, report.window, f"group-{i}", thresholds, embedded)
+        for i, g in enumerate(report.groups)
+    ]
+    panes = [
+        _pane("overview", *overview),
+        _pane("queries", queries),
+        _pane("chains", *(chains or [section("Chains", "No per-query metric rows.")])),
+        _pane("graph", _graph_section(report)),
+        _pane("scores", _scores_section(report.scores)),
+    ]
     since = f" · since {_when(report.since)}" if report.since is not None else ""
     subtitle = f"Store: {report.store}{since} · window W = {report.window} · {_when(report.generated_at)} UTC"
     if report.dropped or report.undelivered:
         subtitle += f" · {report.dropped + report.undelivered} events lost (see Notes)"
-    nav = [("overview", "Overview"), ("graph", "Graph")]
-    nav += [(f"group-{i}", g.label) for i, g in enumerate(report.groups)]
-    nav.append(("scores", "Scores"))
-    return page("triage report", subtitle, sections, nav=nav)
+    nav = [("overview", "Overview"), ("queries", "Queries"), ("chains", "Chains"), ("graph", "Graph"),
+           ("scores", "Scores")]  # fmt: skip
+    return page("triage report", subtitle, panes, nav=nav, script=SCRIPT)
