@@ -17,7 +17,7 @@ every world question, interleaving plain and instrumented runs:
 
 Target: median ratio ≤ 1.05 on the context step. Run::
 
-    python benchmarks/bench_graphrag.py [--root /tmp/bench-graphrag] [--passes 3]
+    python benchmarks/bench_graphrag.py [--root DIR] [--passes 3]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,7 @@ def report(times: dict[str, list[float]], observed: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=Path("/tmp/bench-graphrag"))
+    parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "bench-graphrag")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--passes", type=int, default=3)
     args = parser.parse_args()

@@ -39,7 +39,7 @@ CORPUS = [
 ]
 
 
-def main(store_path: Path) -> None:
+def main(store_path: Path, *, temporary: bool = False) -> None:
     inst = LlamaIndexInstrumentor().instrument(store=store_path, reweight=True)
 
     llm, embed = OfflineLLM(), OfflineEmbedding()  # the core's rule-based extractor and hashing embedder
@@ -76,6 +76,8 @@ def main(store_path: Path) -> None:
         if row.scope_id in ("q1", "llamaindex") and row.value is not None:
             print(f"   {row.scope:<6} {row.scope_id:<11} {row.name:<10} {row.value:.3f}")
     inst.uninstrument()  # removes the two handlers and closes the manager it created
+    if temporary:
+        print("(a temporary store, deleted at exit: pass --store FILE to keep it for `triage report FILE`)")
 
 
 if __name__ == "__main__":
@@ -86,4 +88,4 @@ if __name__ == "__main__":
         main(args.store)
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            main(Path(tmp) / "triage.sqlite")
+            main(Path(tmp) / "triage.sqlite", temporary=True)

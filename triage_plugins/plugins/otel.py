@@ -39,7 +39,7 @@ Every span carries ``triage.query_id`` (or none for indexing) and ``triage.frame
 **Parenting.** Notifications are delivered on the manager's background worker, so the plugin sets
 ``manager.carry_context`` to :func:`pin_current_span`: the manager then delivers each event inside
 a copy of the emitting thread's ``contextvars``, the current span pinned as it was at emit time, and
-the host's current span (the OpenInference span of the LlamaIndex call that emitted, under its
+the host's current span (the OpenInference span of the framework call that emitted, under its
 ``query`` span; a span of your own) is the parent. Without a host span the retrieval span is the root
 of the query's trace and the gate and generation spans are its children. Span end times are the delivery time
 (``triage.seconds`` holds the event's own duration), except the gate span, timed on the host's thread.
@@ -131,8 +131,8 @@ def pin_current_span() -> None:
     """Replace the current span of this context by an immutable stand-in holding its span context.
 
     The manager runs it on the emitting thread, inside the context copy it delivers in. It matters
-    because the current span may be a proxy that changes: OpenInference's LlamaIndex handler sets
-    one that, once its LlamaIndex span ends, resolves to the span current before it, so read on the
+    because the current span may be a proxy that changes: an OpenInference instrumentor may set
+    one that, once the framework's span ends, resolves to the span current before it, so read on the
     worker after the query it is no span at all and our spans would start traces of their own.
     """
     try:
