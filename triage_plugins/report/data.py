@@ -542,6 +542,32 @@ def load_query_details(
     return QueryDetails(details, len(ranked), max_queries, max_triples, notes)
 
 
+def _query_rows(
+    store: Store, since: float | None
+) -> tuple[dict[tuple[str, str], dict[str, dict[str, MetricRow]]], dict[tuple[str, str], dict[str, float]]]:
+    """Per (framework, retriever): each query's latest row per metric, and its first timestamp."""
+    by_group: dict[tuple[str, str], dict[str, dict[str, MetricRow]]] = defaultdict(dict)
+    first_ts: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for row in store.metrics(scope="query"):
+        if since is not None and (row.ts or 0.0) < since:
+            continue
+        key = (row.framework or "(unknown)", row.retriever or "(unknown)")
+        rows = by_group[key].setdefault(row.scope_id, {})
+        rows[row.name] = row  # rows come in recording order: the latest value of a metric wins
+        ts = row.ts or 0.0
+        first_ts[key][row.scope_id] = min(first_ts[key].get(row.scope_id, ts), ts)
+    return by_group, first_ts
+
+
+def _lost_note(runs: list, dropped: int, undelivered: int) -> str:
+    lossy = sum(1 for r in runs if r.dropped or r.undelivered)
+    return (
+        f"{dropped + undelivered} events never reached this store ({dropped} dropped with the queue "
+        f"full, {undelivered} still queued at close, in {lossy} of {len(runs)} runs): "
+        "the metrics above miss them"
+    )
+
+
 def build_store_report(
     store: Store,
     *,
@@ -572,17 +598,7 @@ def build_store_report(
     theta = {**registry.thresholds(), **(thresholds or {})}
     notes: list[str] = []
 
-    by_group: dict[tuple[str, str], dict[str, dict[str, MetricRow]]] = defaultdict(dict)
-    first_ts: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-    for row in store.metrics(scope="query"):
-        if since is not None and (row.ts or 0.0) < since:
-            continue
-        key = (row.framework or "(unknown)", row.retriever or "(unknown)")
-        rows = by_group[key].setdefault(row.scope_id, {})
-        rows[row.name] = row  # rows come in recording order: the latest value of a metric wins
-        ts = row.ts or 0.0
-        first_ts[key][row.scope_id] = min(first_ts[key].get(row.scope_id, ts), ts)
-
+    by_group, first_ts = _query_rows(store, since)
     groups: list[GroupReport] = []
     for framework, retriever in sorted(by_group):
         groups.append(
@@ -614,13 +630,7 @@ def build_store_report(
     dropped = sum(r.dropped for r in runs)
     undelivered = sum(r.undelivered for r in runs)
     if dropped or undelivered:
-        lossy = sum(1 for r in runs if r.dropped or r.undelivered)
-        notes.insert(
-            0,
-            f"{dropped + undelivered} events never reached this store ({dropped} dropped with the queue "
-            f"full, {undelivered} still queued at close, in {lossy} of {len(runs)} runs): "
-            "the metrics above miss them",
-        )
+        notes.insert(0, _lost_note(runs, dropped, undelivered))
     return StoreReport(
         store=str(getattr(store, "url", store)),
         generated_at=time.time(),
