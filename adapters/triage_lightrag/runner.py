@@ -32,11 +32,14 @@ class LightRAGRunner(Runner):
         from triage_lightrag.testing import build_rag
 
         mode = job.mode
+        quiet = not logging.getLogger().isEnabledFor(logging.INFO)  # the CLI without -v
         with tempfile.TemporaryDirectory() as tmp:
+            if quiet:  # LightRAG sets INFO on its own logger at import and again at init
+                logging.getLogger("lightrag").setLevel(logging.WARNING)
             # a fresh workspace per run: LightRAG keeps per-workspace state in process-wide storage
             rag = await build_rag(tmp, [], insert=False, workspace=f"compare-{mode}-{uuid.uuid4().hex[:8]}")
-            if not logging.getLogger().isEnabledFor(logging.INFO):
-                logging.getLogger("lightrag").setLevel(logging.WARNING)  # LightRAG re-arms INFO at init
+            if quiet:
+                logging.getLogger("lightrag").setLevel(logging.WARNING)
             inst = instrument(rag, manager=job.manager, reweight=job.feedback_rounds > 0)
 
             async def ask(q: Question, qid: str) -> str:
