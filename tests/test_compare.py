@@ -489,3 +489,131 @@ def test_a_metric_a_runner_declares_not_comparable_is_shown_as_na_with_why() -> 
     local = row("local")
     _mark_not_comparable(local, GraphRAGRunner.not_comparable)
     assert local.gold["CC"].mean == 1.0 and not local.notes
+
+
+# --------------------------------------------------------------------------- display, seeds, set-ups (#18 items 3-4)
+
+
+def test_seed_interval_is_the_student_t_interval_of_the_seed_means() -> None:
+    from triage_plugins.diagnosis.intervals import seed_interval
+
+    iv = seed_interval([0.2, 0.4, 0.6], bounds=None)
+    # by hand: mean 0.4, s = 0.2, t(0.975, 2) = 4.302653, half width 4.302653 * 0.2 / sqrt(3) = 0.496827
+    assert iv is not None and iv.estimate == pytest.approx(0.4)
+    assert (iv.low, iv.high) == (
+        pytest.approx(0.4 - 0.496827, abs=1e-6),
+        pytest.approx(0.4 + 0.496827, abs=1e-6),
+    )
+    rate = seed_interval([0.2, 0.4, 0.6])  # a rate's interval is clipped to [0, 1]
+    assert rate is not None and (rate.low, rate.high) == (0.0, pytest.approx(0.896827, abs=1e-6))
+    assert seed_interval([0.5]) is None  # one seed: no spread to estimate
+
+
+def test_the_html_shows_hits_intervals_and_marks_differences_not_significant() -> None:
+    from triage_plugins.apps.compare import Difference
+    from triage_plugins.diagnosis.calibration import Interval
+    from triage_plugins.report import compare_html
+
+    result = run_compare(embedded_corpus(0, n_questions=12), frameworks=["reference"], modes=["path", "krag"])
+    path, krag = result.rows
+    assert path.interval_text("Hits@1") and path.interval_text("Hits@1").startswith("[")
+    assert path.interval_text("no such metric") == ""
+    measured = [d for d in result.differences if d.metric == "Hits@1"]
+    assert len(measured) == 1
+    result.differences.append(
+        Difference("x / a", "y / b", "Hits@1", Interval(0.05, -0.1, 0.2, 0.95, "bca", 12, 10, 2000))
+    )
+    html = compare_html(result)
+    for row in (path, krag):
+        assert row.interval_text("Hits@1") in html
+    gold = html.split('id="gold"')[1].split("</section>")[0]
+    assert path.interval_text("Hits@1") in gold and krag.interval_text("Hits@1") in gold
+    diffs = html.split('id="differences"')[1].split("</section>")[0]
+    lines = diffs.split("<tr>")[2:]
+    assert len(lines) == 2
+    assert ("not significant" in lines[0]) == (not measured[0].significant)
+    assert "x / a" in lines[1] and "not significant" in lines[1]
+
+
+class _SetupRunner:
+    """A toy runner whose second mode is labelled non-default."""
+
+    name, framework, modes = "setups", "setups", ("plain", "tuned")
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def setup_of(self, mode: str):
+        from triage_plugins.apps.compare import Setup
+
+        return Setup("top_k=50 instead of 10", default=False) if mode == "tuned" else Setup()
+
+    def run(self, corpus, questions, mode, manager, *, feedback_rounds, seed, progress) -> None:
+        for q in questions:
+            qid = query_id(q.id, mode)
+            manager.emit_retrieval(_retrieval(self.framework, qid, (T_AB,), retriever=mode))
+            manager.emit_generation(_answer(self.framework, qid, "Bob"))
+
+
+def test_each_row_says_its_query_setup_and_labels_a_non_default_one(small_corpus: Corpus, registry) -> None:
+    from triage_llamaindex.runner import LlamaIndexRunner
+    from triage_plugins.report import compare_html
+
+    registry(_SetupRunner())
+    result = run_compare(small_corpus, frameworks=["setups", "reference"], modes=["plain", "tuned", "path"])
+    by_label = {r.label: r for r in result.rows}
+    plain, tuned, ref = by_label["setups / plain"], by_label["setups / tuned"], by_label["reference / path"]
+    assert plain.setup.default and plain.display_label == "setups / plain"
+    assert ref.setup.default and ref.to_dict()["setup"] == {
+        "description": "framework default",
+        "default": True,
+    }
+    assert tuned.display_label == "setups / tuned (non-default: top_k=50 instead of 10)"
+    assert tuned.to_dict()["setup"] == {"description": "top_k=50 instead of 10", "default": False}
+    overview = compare_html(result).split('id="frameworks"')[1].split("</section>")[0]
+    assert overview.count("(non-default: ") == 1 and "top_k=50 instead of 10" in overview
+    # the LlamaIndex rows use one PG sub-retriever, graph only: not LlamaIndex's default as_retriever()
+    for mode in LlamaIndexRunner.modes:
+        setup = LlamaIndexRunner().setup_of(mode)
+        assert not setup.default and "LlamaIndex default" in setup.description
+
+
+def test_seeds_repeat_over_corpora_and_one_seed_is_run_compare(tmp_path) -> None:
+    from triage_plugins.apps.compare import run_compare_seeds
+
+    def corpus_of(s: int) -> Corpus:
+        return embedded_corpus(s, n_questions=8)
+
+    options = {"frameworks": ["reference"], "modes": ["path"]}
+    single = run_compare_seeds(corpus_of, [3], **options)
+    plain = run_compare(corpus_of(3), seed=3, **options)
+    assert single.across_seeds is None and "across_seeds" not in single.to_dict()
+    assert single.rows[0].per_question == plain.rows[0].per_question and single.notes == plain.notes
+    many = run_compare_seeds(corpus_of, [3, 4, 5], **options)
+    each = [plain, *(run_compare(corpus_of(s), seed=s, **options) for s in (4, 5))]
+    stat = many.across_seeds.rows["reference / path"]["Hits@1"]
+    expected = [r.rows[0].gold["Hits@1"].mean for r in each]
+    assert list(stat.values) == pytest.approx(expected)
+    assert stat.mean == pytest.approx(sum(expected) / 3)
+    assert stat.interval.low <= stat.mean <= stat.interval.high
+    assert many.rows[0].per_question == plain.rows[0].per_question  # the tables are the first seed's
+    data = json.loads(many.to_json())
+    assert data["across_seeds"]["seeds"] == [3, 4, 5]
+
+
+def test_cli_compare_seeds(tmp_path) -> None:
+    out_json, out_html = tmp_path / "c.json", tmp_path / "c.html"
+    base = ["compare", "--frameworks", "reference", "--modes", "path", "--max-questions", "4", "--quiet"]
+    res = CliRunner().invoke(
+        app, [*base, "--seeds", "2", "--seed", "1", "--json", str(out_json), "--html", str(out_html)]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    assert data["seed"] == 1 and data["across_seeds"]["seeds"] == [1, 2]
+    assert len(data["across_seeds"]["rows"]["reference / path"]["Hits@1"]["values"]) == 2
+    assert 'id="seeds"' in out_html.read_text(encoding="utf-8")
+    res = CliRunner().invoke(app, [*base, "--seeds", "0"])
+    assert res.exit_code != 0 and "--seeds" in res.output and "Traceback" not in res.output
+    (tmp_path / "q.jsonl").write_text('{"question": "Who?", "answers": ["Bob"]}\n', encoding="utf-8")
+    res = CliRunner().invoke(app, [*base, "--seeds", "2", "--questions", str(tmp_path / "q.jsonl")])
+    assert res.exit_code != 0 and "--seeds" in res.output

@@ -17,7 +17,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from triage_plugins.adapter_kit.runner import Question, RunJob, Runner, arun_rounds
+from triage_plugins.adapter_kit.runner import Question, RunJob, Runner, Setup, arun_rounds
 
 _TABLES = ("entities", "communities", "community_reports", "text_units", "relationships")
 
@@ -26,6 +26,14 @@ class GraphRAGRunner(Runner):
     name = "graphrag"
     modes = ("local", "global")
     requires = ("graphrag", "graphrag", "graphrag")
+    #: the arguments ``graphrag query`` uses by default (community level 2, "Multiple Paragraphs")
+    setups = {
+        "local": Setup('framework default: local_search, community_level=2, "Multiple Paragraphs"'),
+        "global": Setup(
+            "framework default: global_search, community_level=2, no dynamic community selection, "
+            '"Multiple Paragraphs"'
+        ),
+    }
     #: mode -> metric -> why that row's value is not comparable with the other rows' (compare shows N/A)
     not_comparable = {
         "global": {

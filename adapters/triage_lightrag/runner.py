@@ -14,13 +14,17 @@ import logging
 import tempfile
 import uuid
 
-from triage_plugins.adapter_kit.runner import Question, RunJob, Runner, arun_rounds
+from triage_plugins.adapter_kit.runner import Question, RunJob, Runner, Setup, arun_rounds
 
 
 class LightRAGRunner(Runner):
     name = "lightrag"
     modes = ("local", "global", "hybrid", "mix", "naive")
     requires = ("lightrag", "lightrag", "lightrag-hku")
+    # enable_rerank=False changes nothing here: with no reranker configured LightRAG skips reranking
+    setups = {
+        mode: Setup(f"framework default: QueryParam(mode={mode!r}), no reranker configured") for mode in modes
+    }
 
     def _run(self, job: RunJob) -> None:
         asyncio.run(self._arun(job))

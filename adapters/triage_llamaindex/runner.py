@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage_plugins.adapter_kit.runner import Question, RunJob, Runner, run_rounds
+from triage_plugins.adapter_kit.runner import Question, RunJob, Runner, Setup, run_rounds
 
 _SUB = {"synonym": "LLMSynonymRetriever", "vector": "VectorContextRetriever"}
 
@@ -23,6 +23,16 @@ class LlamaIndexRunner(Runner):
     # has no vector search of its own)
     modes = ("synonym", "vector")
     requires = ("llama_index.core", "llamaindex", "llama-index-core")
+    # LlamaIndex's default, index.as_retriever(), is a PGRetriever over both LLMSynonymRetriever and
+    # VectorContextRetriever with include_text=True; each mode here isolates one of them, graph only.
+    setups = {
+        mode: Setup(
+            f"PGRetriever with only {sub}, include_text=False (LlamaIndex default: "
+            "LLMSynonymRetriever + VectorContextRetriever, include_text=True)",
+            default=False,
+        )
+        for mode, sub in _SUB.items()
+    }
 
     def retriever_of(self, mode: str) -> str:
         return f"PGRetriever({_SUB[mode]})"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -42,8 +42,10 @@ __all__ = [
     "FrameworkRunner",
     "Progress",
     "Question",
+    "DEFAULT_SETUP",
     "RunJob",
     "Runner",
+    "Setup",
     "arun_rounds",
     "gold_hit",
     "missing_package",
@@ -52,6 +54,7 @@ __all__ = [
     "query_id",
     "round_label",
     "run_rounds",
+    "setup_of",
 ]
 
 
@@ -120,8 +123,9 @@ class FrameworkRunner(Protocol):
     :attr modes: the modes it can run (retrievers / query modes); the first is the default.
 
     Optional attributes read by ``triage compare``: ``framework`` (the ``framework`` field its events
-    carry, default ``name``) and ``retriever_of(mode) -> str | None`` (the ``retriever`` field its
-    retrieval events carry in that mode, default the mode; ``None`` means do not filter).
+    carry, default ``name``), ``retriever_of(mode) -> str | None`` (the ``retriever`` field its
+    retrieval events carry in that mode, default the mode; ``None`` means do not filter) and
+    ``setup_of(mode) -> Setup`` (its query set-up, default the framework default; :func:`setup_of`).
     """
 
     name: str
@@ -144,6 +148,31 @@ class FrameworkRunner(Protocol):
     ) -> None:
         """Index ``corpus``, answer ``questions`` (ids from :func:`query_id`), send feedback rounds."""
         ...
+
+
+DEFAULT_SETUP = "framework default"
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """The query set-up of one runner mode (#18 item 3): what it is, and whether it is the framework's
+    own default set-up; a non-default row is labelled ``"(non-default: <description>)"``."""
+
+    description: str = DEFAULT_SETUP
+    default: bool = True
+
+    @property
+    def label(self) -> str:
+        """``""`` for the framework default, else ``"(non-default: <description>)"``."""
+        return "" if self.default else f"(non-default: {self.description})"
+
+
+def setup_of(runner: object, mode: str) -> Setup:
+    """The :class:`Setup` of ``runner`` in ``mode``: its ``setup_of(mode)`` when it has one, else the
+    framework default (a :class:`FrameworkRunner` need not declare it)."""
+    method = getattr(runner, "setup_of", None)
+    found = method(mode) if callable(method) else None
+    return found if isinstance(found, Setup) else Setup()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +200,8 @@ class Runner(ABC):
     name: ClassVar[str]
     modes: ClassVar[tuple[str, ...]]
     requires: ClassVar[tuple[str, str, str] | None] = None
+    #: mode -> its query set-up, when it is not simply the framework default (:meth:`setup_of`)
+    setups: ClassVar[Mapping[str, Setup]] = {}
 
     def available(self) -> tuple[bool, str]:
         missing = missing_package(*self.requires) if self.requires is not None else None
@@ -178,6 +209,10 @@ class Runner(ABC):
 
     def retriever_of(self, mode: str) -> str | None:
         return mode
+
+    def setup_of(self, mode: str) -> Setup:
+        """The query set-up of ``mode`` (``setups``; default: the framework default)."""
+        return self.setups.get(mode, Setup())
 
     def run(
         self,

@@ -37,7 +37,7 @@ import math
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,11 +49,13 @@ from triage_plugins.adapter_kit.runner import (
     Question,
     RunJob,
     Runner,
+    Setup,
     missing_package,
     no_progress,
     parse_query_id,
     query_id,
     run_rounds,
+    setup_of,
 )
 from triage_plugins.contract.errors import ConfigError, DatasetError
 from triage_plugins.contract.events import (
@@ -92,6 +94,9 @@ __all__ = [
     "Question",
     "ReferenceRunner",
     "RoundSummary",
+    "SeedStat",
+    "SeedSummary",
+    "Setup",
     "add_intervals",
     "aggregate_events",
     "embedded_corpus",
@@ -102,7 +107,9 @@ __all__ = [
     "query_id",
     "register_runner",
     "run_compare",
+    "run_compare_seeds",
     "runner_registry",
+    "summarize_seeds",
     "unregister_runner",
 ]
 
@@ -404,10 +411,23 @@ class CompareRow:
     notes: list[str] = field(default_factory=list)
     per_question: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> question -> value
     intervals: dict[str, Interval] = field(default_factory=dict)
+    setup: Setup = field(default_factory=Setup)
 
     @property
     def label(self) -> str:
         return f"{self.framework} / {self.mode}"
+
+    @property
+    def display_label(self) -> str:
+        """:attr:`label`, followed by ``"(non-default: …)"`` when the row's query set-up is not the
+        framework's default (#18 item 3)."""
+        return f"{self.label} {self.setup.label}" if self.setup.label else self.label
+
+    def interval_text(self, metric: str, digits: int = 3) -> str:
+        """The ``"[low, high]"`` cell of ``metric``'s 95 % interval; ``""`` without one."""
+        from triage_plugins.diagnosis.intervals import format_interval
+
+        return format_interval(self.intervals.get(metric), digits)
 
     def to_dict(self) -> dict[str, Any]:
         def result(r: MetricResult) -> dict[str, Any]:
@@ -432,6 +452,7 @@ class CompareRow:
             "rounds": [r.to_dict() for r in self.rounds],
             "score_moves": [{"id": i, "delta": d, "n_updates": n} for i, d, n in self.score_moves],
             "intervals": {k: _interval_dict(v) for k, v in self.intervals.items()},
+            "setup": {"description": self.setup.description, "default": self.setup.default},
             "notes": list(self.notes),
         }
 
@@ -484,9 +505,10 @@ class CompareResult:
     store: str | None = None
     notes: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    across_seeds: SeedSummary | None = None  # ``--seeds N`` with N > 1; the rows are the first seed's
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "corpus": self.corpus,
             "questions": self.questions,
             "seed": self.seed,
@@ -496,9 +518,83 @@ class CompareResult:
             "differences": [d.to_dict() for d in self.differences],
             "notes": list(self.notes),
         }
+        if self.across_seeds is not None:
+            out["across_seeds"] = self.across_seeds.to_dict()
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedStat:
+    """One rate of one row over corpus seeds: its value per seed (``None`` where the row did not
+    complete), the mean of the defined ones and their t interval
+    (:func:`~triage_plugins.diagnosis.intervals.seed_interval`)."""
+
+    values: tuple[float | None, ...]
+    mean: float | None
+    interval: Interval | None
+
+    def to_dict(self) -> dict[str, Any]:
+        iv = self.interval
+        return {
+            "values": list(self.values),
+            "mean": self.mean,
+            "low": None if iv is None else iv.low,
+            "high": None if iv is None else iv.high,
+            "confidence": None if iv is None else iv.confidence,
+            "method": None if iv is None else iv.method,
+        }
+
+
+@dataclass
+class SeedSummary:
+    """``triage compare --seeds N``: per row label, per rate (``Hits@1``, ``chain:<signature>``), its
+    :class:`SeedStat` over the corpus seeds."""
+
+    seeds: tuple[int, ...]
+    rows: dict[str, dict[str, SeedStat]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seeds": list(self.seeds),
+            "rows": {label: {m: s.to_dict() for m, s in stats.items()} for label, stats in self.rows.items()},
+        }
+
+
+def _seed_value(row: CompareRow | None, metric: str) -> float | None:
+    """The rate of ``row`` in one seed: the mean of its per-question values; a chain signature no
+    diagnosed question had is 0, a row that did not complete (or has no such rate) ``None``."""
+    if row is None or row.status != "ok":
+        return None
+    values = row.per_question.get(metric)
+    if values:
+        return math.fsum(values.values()) / len(values)
+    if metric.startswith("chain:") and any(k.startswith("chain:") for k in row.per_question):
+        return 0.0
+    return None
+
+
+def summarize_seeds(seeds: Sequence[int], results: Sequence[CompareResult]) -> SeedSummary:
+    """Per row (matched by label across seeds, in first-seen order) and rate, the values over seeds,
+    their mean and t interval."""
+    from triage_plugins.diagnosis.intervals import seed_interval
+
+    by_seed = [{r.label: r for r in res.rows} for res in results]
+    labels = list(dict.fromkeys(r.label for res in results for r in res.rows if r.status == "ok"))
+    summary = SeedSummary(tuple(seeds))
+    for label in labels:
+        rows = [rows_of.get(label) for rows_of in by_seed]
+        metrics = sorted({m for r in rows if r is not None for m in r.per_question})
+        stats: dict[str, SeedStat] = {}
+        for metric in metrics:
+            values = tuple(_seed_value(r, metric) for r in rows)
+            kept = [v for v in values if v is not None]
+            mean = math.fsum(kept) / len(kept) if kept else None
+            stats[metric] = SeedStat(values, mean, seed_interval(kept))
+        summary.rows[label] = stats
+    return summary
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -855,6 +951,27 @@ def run_compare(
     return result
 
 
+def run_compare_seeds(
+    corpus_of: Callable[[int], Corpus], seeds: Sequence[int], **options: Any
+) -> CompareResult:
+    """:func:`run_compare` once per corpus seed (``corpus_of(seed)``, e.g. :func:`embedded_corpus`),
+    each with ``seed=seed`` and ``options``. One seed gives exactly :func:`run_compare`'s result; with
+    more, the result is the first seed's with :attr:`CompareResult.across_seeds` filled
+    (:func:`summarize_seeds`) and a note naming the seeds."""
+    seeds = tuple(seeds)
+    if not seeds:
+        raise ConfigError("--seeds must be at least 1")
+    results = [run_compare(corpus_of(s), seed=s, **options) for s in seeds]
+    first = results[0]
+    if len(seeds) > 1:
+        first.across_seeds = summarize_seeds(seeds, results)
+        first.notes.append(
+            f"repeated over corpus seeds {seeds[0]}–{seeds[-1]}: the tables show seed {seeds[0]}; "
+            "'Across seeds' gives each row's mean over the seeds with a 95 % t interval"
+        )
+    return first
+
+
 def _input_notes(asked: Sequence[Question], feedback_rounds: int) -> tuple[int, list[str]]:
     """The feedback rounds that can run on ``asked`` (none without gold), and the notes saying why."""
     notes: list[str] = []
@@ -896,7 +1013,12 @@ def _rows_of(runner: FrameworkRunner, modes: Sequence[str] | None, plan: _Plan) 
     run_modes = [m for m in runner.modes if m in modes] if modes else list(runner.modes)
     if not run_modes:
         return [CompareRow(runner.name, "-", "unavailable", "none of the requested modes is supported")]
-    return [_run_one(runner, mode, plan) for mode in run_modes]
+    rows = []
+    for mode in run_modes:
+        row = _run_one(runner, mode, plan)
+        row.setup = setup_of(runner, mode)
+        rows.append(row)
+    return rows
 
 
 def _score_moves(store: Store, namespace: str, top: int = 6) -> list[tuple[str, float, int]]:

@@ -13,13 +13,20 @@ depends on ``PYTHONHASHSEED``, on set iteration order or on the order events arr
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from triage_plugins.diagnosis.calibration import Interval, clustered_bca_interval
 
-__all__ = ["format_interval", "metric_seed", "paired_difference", "question_clusters", "rate_interval"]
+__all__ = [
+    "format_interval",
+    "metric_seed",
+    "paired_difference",
+    "question_clusters",
+    "rate_interval",
+    "seed_interval",
+]
 
 
 def question_clusters(entities: Mapping[str, Iterable[str]]) -> dict[str, str]:
@@ -97,6 +104,30 @@ def paired_difference(
     return clustered_bca_interval(
         data, labels, _difference, n_resamples=n_resamples, confidence=confidence, seed=seed
     )
+
+
+def seed_interval(
+    values: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    bounds: tuple[float, float] | None = (0.0, 1.0),
+) -> Interval | None:
+    """The Student-t interval of the mean of one rate over corpus seeds (one value per seed, each seed
+    an independent corpus): mean ± t(1 − α/2, n − 1)·s/√n, clipped to ``bounds`` (a rate's range;
+    ``None``: not clipped); ``None`` with fewer than two seeds. A bootstrap over a handful of seeds
+    would understate the spread, hence t."""
+    from scipy.stats import t
+
+    n = len(values)
+    if n < 2:
+        return None
+    data = np.asarray(values, dtype=float)
+    mean = float(data.mean())
+    half = float(t.ppf(0.5 + confidence / 2, n - 1) * data.std(ddof=1) / np.sqrt(n))
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Interval(mean, low, high, confidence, "t over seeds", n, n, 0)
 
 
 def format_interval(iv: Interval | None, digits: int = 3) -> str:

@@ -15,7 +15,7 @@ from triage_plugins.report import plots
 from triage_plugins.report.html import Safe, cell, figures, metric_cell, number, page, section, table
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.compare import CompareResult, CompareRow, MetricSummary
+    from triage_plugins.apps.compare import CompareResult, CompareRow, Difference, MetricSummary, SeedSummary
 
 __all__ = ["chain_funnel", "compare_columns", "compare_html"]
 
@@ -74,25 +74,34 @@ def _wrapped(title: str, content: Safe, *, anchor: str, intro: str) -> Safe:
     return section(title, Safe('<div class="wrap">'), content, Safe("</div>"), anchor=anchor, intro=intro)
 
 
+def _setup_cell(row: CompareRow) -> Safe:
+    """The row's query set-up; a non-default one is flagged ``(non-default: …)`` (#18 item 3)."""
+    if row.setup.default:
+        return cell(row.setup.description, cls="muted")
+    return cell(row.setup.label, cls="bad")
+
+
 def _overview_section(rows: list[CompareRow]) -> Safe:
     overview = table(
-        ["framework", "mode", "status", "reason / error", "queries", "triples extracted", "graph triples",
-         "run s", "median query ms"],
+        ["framework", "mode", "status", "query set-up", "reason / error", "queries", "triples extracted",
+         "graph triples", "run s", "median query ms"],
         [
-            [r.framework, r.mode, _status(r), r.reason or "", r.queries if r.status == "ok" else "",
+            [r.framework, r.mode, _status(r), _setup_cell(r), r.reason or "",
+             r.queries if r.status == "ok" else "",
              number(r.triples_extracted, na="–"), number(r.graph_triples, na="–"),
              "" if r.seconds is None else f"{r.seconds:.2f}",
              _ms(r.latency.get("query_median")) if r.status == "ok" else ""]
             for r in rows
         ],
-        numeric=(4, 5, 6, 7, 8),
+        numeric=(5, 6, 7, 8, 9),
     )  # fmt: skip
     return _wrapped(
         "Frameworks",
         overview,
         anchor="frameworks",
-        intro="One row per framework × mode. A framework that is not installed or has no runner is listed "
-        "as unavailable with the reason; one that raised is listed as failed, and the others still ran.",
+        intro="One row per framework × mode, with the query set-up it uses (a set-up that is not the "
+        "framework's own default is marked non-default). A framework that is not installed or has no runner "
+        "is listed as unavailable with the reason; one that raised is listed as failed, and the others still ran.",
     )
 
 
@@ -146,10 +155,24 @@ def _usage_section(ok: list[CompareRow], columns: tuple[str, ...], registry: Met
     )
 
 
+def _with_interval(row: CompareRow, metric: str, shown: Safe) -> Safe:
+    """``shown`` followed by the metric's 95 % interval ``[low, high]`` when the row has one."""
+    text = row.interval_text(metric)
+    if not text:
+        return shown
+    iv = row.intervals[metric]
+    why = f"95 % clustered BCa interval over {iv.n} questions in {iv.n_clusters} clusters"
+    return Safe(f"{shown} {cell(text, title=why, cls='muted')}")
+
+
 def _gold_section(with_gold: list[CompareRow], columns: tuple[str, ...]) -> Safe:
+    def shown(r: CompareRow, m: str) -> Safe:
+        summary = _summary_cell(r.gold.get(m), mean=True)  # type: ignore[union-attr]
+        return _with_interval(r, m, summary) if m == "Hits@1" else summary
+
     gold = table(
         ["framework / mode", *columns],
-        [[r.label, *(_summary_cell(r.gold.get(m), mean=True) for m in columns)] for r in with_gold],  # type: ignore[union-attr]
+        [[r.display_label, *(shown(r, m) for m in columns)] for r in with_gold],
         numeric=range(1, 1 + len(columns)),
     )
     bars = plots.bar_chart(
@@ -165,7 +188,26 @@ def _gold_section(with_gold: list[CompareRow], columns: tuple[str, ...]) -> Safe
         figures(bars),
         anchor="gold",
         intro=f"Only for questions that carry gold answers: {', '.join(columns)} (CC: the gold answer is in "
-        "the retrieved context), as means over the queries.",
+        "the retrieved context), as means over the queries. Hits@1 carries its 95 % interval [low, high]: "
+        "a bootstrap (BCa) over questions, resampling clusters of questions that share a gold entity.",
+    )
+
+
+def _differences_section(differences: list[Difference]) -> Safe:
+    """The paired Hits@1 differences between every two rows, each marked significant or not."""
+    hits = [d for d in differences if d.metric == "Hits@1"]
+    rows = [
+        [d.a, d.b, number(d.interval.estimate), f"[{number(d.interval.low)}, {number(d.interval.high)}]",
+         cell("yes", cls="good") if d.significant else cell("not significant", cls="muted")]
+        for d in hits
+    ]  # fmt: skip
+    return section(
+        "Hits@1 differences",
+        table(["a", "b", "Hits@1 a − b", "95 % interval", "significant"], rows, numeric=(2, 3)),
+        anchor="differences",
+        intro="Paired over the questions both rows answered (clustered BCa, the same resamples for every "
+        "pair). A difference whose interval contains 0 is not significant: those two rows are not "
+        "distinguishable on these questions.",
     )
 
 
@@ -180,9 +222,9 @@ def _chain_section(ok: list[CompareRow]) -> Safe:
         label_width=190,
     )
     sig_table = table(
-        ["framework / mode", *_SIG_ORDER],
-        [[r.label, *(r.signatures.get(s, 0) for s in _SIG_ORDER)] for r in ok],
-        numeric=range(1, 1 + len(_SIG_ORDER)),
+        ["framework / mode", *_SIG_ORDER, "supported share [95 %]"],
+        [[r.label, *(r.signatures.get(s, 0) for s in _SIG_ORDER), _supported_share(r)] for r in ok],
+        numeric=range(1, 2 + len(_SIG_ORDER)),
     )
     return section(
         "Diagnostic chain",
@@ -194,6 +236,41 @@ def _chain_section(ok: list[CompareRow]) -> Safe:
         intro=f"TRIAGE §4.5: {' → '.join(link.metric for link in CHAIN)}. Each funnel shows, per link, the "
         "share of queries that had not failed by that link (N/A links are skipped, not passed); the last "
         "bar is 'supported'.",
+    )
+
+
+def _supported_share(row: CompareRow) -> Safe:
+    iv = row.intervals.get("chain:supported")
+    if iv is None:
+        return cell("–", cls="muted")
+    return _with_interval(row, "chain:supported", cell(number(iv.estimate)))
+
+
+_SEED_HEADERS = ("framework / mode", "Hits@1 mean", "95 % interval", "per seed", "supported mean",
+                 "95 % interval", "per seed")  # fmt: skip
+
+
+def _seeds_section(summary: SeedSummary, rows: list[CompareRow]) -> Safe:
+    """Per row, Hits@1 and the supported share over corpus seeds: mean, 95 % t interval, per-seed values."""
+    shown = {r.label: r.display_label for r in rows}
+
+    def stat(label: str, metric: str) -> tuple[str, str, str]:
+        s = summary.rows[label].get(metric)
+        if s is None or s.mean is None:
+            return "N/A", "", ""
+        iv = "" if s.interval is None else f"[{number(s.interval.low)}, {number(s.interval.high)}]"
+        return number(s.mean), iv, " ".join(number(v) for v in s.values)
+
+    body = [[shown.get(label, label), *stat(label, "Hits@1"), *stat(label, "chain:supported")]
+            for label in summary.rows]  # fmt: skip
+    seeds = summary.seeds
+    return section(
+        "Across seeds",
+        table(_SEED_HEADERS, body, numeric=(1, 2, 4, 5)),
+        anchor="seeds",
+        intro=f"The comparison repeated over corpus seeds {seeds[0]}–{seeds[-1]} ({len(seeds)} corpora): the "
+        "mean over seeds of each row's rate with a 95 % Student-t interval over seeds (N/A where the row "
+        f"did not complete). The other sections show seed {seeds[0]}.",
     )
 
 
@@ -263,8 +340,12 @@ def compare_html(result: CompareResult, *, registry: MetricRegistry | None = Non
         return _page(result, _with_notes(result, sections))
     sections.append(_usage_section(ok, columns["usage"], registry))
     with_gold = [r for r in ok if r.gold is not None]
+    if result.across_seeds is not None:
+        sections.append(_seeds_section(result.across_seeds, result.rows))
     if with_gold:
         sections.append(_gold_section(with_gold, columns["gold"]))
+    if any(d.metric == "Hits@1" for d in result.differences):
+        sections.append(_differences_section(result.differences))
     sections += [_chain_section(ok), _rhd_section(ok)]
     with_rounds = [r for r in ok if r.rounds]
     if with_rounds:
@@ -282,10 +363,12 @@ def _with_notes(result: CompareResult, sections: list[object]) -> list[object]:
 
 def _page(result: CompareResult, sections: list[object]) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    seeds = result.across_seeds.seeds if result.across_seeds is not None else (result.seed,)
+    seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
     subtitle = (
-        f"Corpus: {result.corpus} · {result.questions} questions · seed {result.seed} · "
+        f"Corpus: {result.corpus} · {result.questions} questions · {seed_text} · "
         f"{result.feedback_rounds} feedback round(s) · {stamp}"
     )
-    nav = [("frameworks", "Frameworks"), ("kg", "KG"), ("usage", "Usage"), ("gold", "Accuracy"),
-           ("chain", "Chain"), ("rhd", "RHD"), ("rounds", "Feedback"), ("notes", "Notes")]  # fmt: skip
+    nav = [("frameworks", "Frameworks"), ("kg", "KG"), ("usage", "Usage"), ("seeds", "Seeds"), ("gold", "Accuracy"),
+           ("differences", "Differences"), ("chain", "Chain"), ("rhd", "RHD"), ("rounds", "Feedback"), ("notes", "Notes")]  # fmt: skip
     return page("triage compare", subtitle, sections, nav=nav)
