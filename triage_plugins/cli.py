@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -89,13 +89,39 @@ def _main(
         handler.setLevel(level)
 
 
+_PROGRESS_EVERY = 5.0
+"""Seconds between two progress lines when stderr is not a terminal."""
+
+
+def _progress_lines(label: str, total: int) -> Callable[[], None]:
+    """A ``tick()`` that prints ``label: n/total`` to stderr periodically and when the stage ends."""
+    import time
+
+    done, last = 0, time.monotonic()
+
+    def tick() -> None:
+        nonlocal done, last
+        done += 1
+        now = time.monotonic()
+        if done == total or now - last >= _PROGRESS_EVERY:
+            last = now
+            err.print(Text(f"{label}: {done}/{total}"), soft_wrap=True, highlight=False)
+
+    return tick
+
+
 @contextmanager
 def _progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int], Callable[[], None]]]:
-    """A ``progress(label, total) -> tick`` factory backed by rich progress bars."""
+    """A ``progress(label, total) -> tick`` factory: rich progress bars on a terminal; otherwise (a
+    log, a pipe) one line ``label: n/total`` on stderr at most every ``_PROGRESS_EVERY`` seconds and at
+    the end of each stage."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     if not enabled:
         yield lambda label, total: lambda: None
+        return
+    if not err.is_terminal:
+        yield _progress_lines
         return
     with Progress(
         TextColumn("{task.description}"),
@@ -139,6 +165,15 @@ def demo_cmd(
         ),
     ] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Run the demo on this many worlds (seeds SEED, SEED+1, …) and report held-out accuracy "
+            "before and after the feedback rounds as a mean with a 95% Student t-interval over seeds. "
+            "The first seed is shown in full and is the only one written to --store.",
+        ),
+    ] = 1,
 ) -> None:
     """Run the whole loop offline on the built-in world: extract, build, measure, diagnose, learn.
 
@@ -147,9 +182,9 @@ def demo_cmd(
     Implementation and Validation metrics, answers every question with each reference retriever,
     reads the diagnostic chain, then runs EvoRAG feedback rounds and reports accuracy before and after.
     """
-    from triage_plugins.apps.demo import run_demo
+    from triage_plugins.apps.demo import run_demo, run_demo_seeds
     from triage_plugins.apps.store_tools import is_url, reset_sqlite_store
-    from triage_plugins.report.demo_view import render_demo
+    from triage_plugins.report.demo_view import render_demo, render_demo_seeds
 
     try:
         if fresh and is_url(store):
@@ -159,10 +194,18 @@ def demo_cmd(
                 Text(f"--fresh: reset the triage store {store} ({n_runs} runs)", style="dim"), soft_wrap=True
             )
         with _progress_bars(not quiet) as progress:
-            result = run_demo(seed=seed, store=store, feedback_rounds=feedback_rounds, progress=progress)
+            if seeds == 1:
+                result = run_demo(seed=seed, store=store, feedback_rounds=feedback_rounds, progress=progress)
+            else:
+                result = run_demo_seeds(
+                    seeds, seed=seed, store=store, feedback_rounds=feedback_rounds, progress=progress
+                )
     except TriageError as exc:
         _fail(str(exc))
-    render_demo(result, console)
+    if seeds == 1:
+        render_demo(result, console)  # type: ignore[arg-type]
+    else:
+        render_demo_seeds(result, console)  # type: ignore[arg-type]
     if json_out is not None:
         _save(json_out, json.dumps(result.to_dict(), indent=2, default=str), "results")
 
@@ -716,6 +759,13 @@ def compare_cmd(
     ] = None,
     ontology: Annotated[Path | None, typer.Option(help="Ontology file for OC, LC and SC.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the embedded corpus.")] = 0,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            help="Repeat over N embedded corpora (seeds seed .. seed+N-1) and add each row's mean over "
+            "seeds with a 95 % interval."
+        ),
+    ] = 1,
     max_questions: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here.")] = None,
     html_out: Annotated[
@@ -724,10 +774,7 @@ def compare_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Run one corpus through every requested framework and mode; one row per framework x mode."""
-    from dataclasses import replace
-
-    from triage_plugins.apps.compare import embedded_corpus, load_corpus_dir, load_question_file, run_compare
-    from triage_plugins.kg.ontology import load_ontology
+    from triage_plugins.apps.compare import run_compare, run_compare_seeds
     from triage_plugins.report import compare_html, render_compare
 
     _check_paths(
@@ -736,24 +783,21 @@ def compare_cmd(
     )
     if corpus != "embedded" and not Path(corpus).is_dir():
         _fail(f"--corpus is 'embedded' or a folder of .txt/.md files; {corpus} is not a folder")
+    if seeds < 1:
+        _fail(f"--seeds is the number of corpus seeds (at least 1), got {seeds}")
+    if seeds > 1 and (corpus != "embedded" or questions is not None):
+        _fail("--seeds N > 1 repeats over embedded corpora: use it with --corpus embedded and no --questions")
     try:
-        source = embedded_corpus(seed) if corpus == "embedded" else load_corpus_dir(corpus)
-        if ontology is not None:
-            source = replace(source, ontology=load_ontology(ontology))
-        asked = load_question_file(questions) if questions is not None else source.questions
-        if max_questions is not None:
-            asked = asked[:max_questions]
+        source, asked, seeded = _compare_inputs(corpus, seed, ontology, questions, max_questions)
         with _progress_bars(not quiet) as progress:
-            result = run_compare(
-                source,
-                frameworks=[f.strip() for f in frameworks.split(",") if f.strip()] if frameworks else None,
-                questions=asked,
-                modes=[m.strip() for m in modes.split(",") if m.strip()] if modes else None,
-                feedback_rounds=feedback_rounds,
-                store=store,
-                seed=seed,
-                progress=progress,
-            )
+            options = dict(
+                frameworks=_csv(frameworks), modes=_csv(modes), feedback_rounds=feedback_rounds,
+                store=store, progress=progress,
+            )  # fmt: skip
+            if seeds > 1:
+                result = run_compare_seeds(seeded, range(seed, seed + seeds), **options)
+            else:
+                result = run_compare(source, questions=asked, seed=seed, **options)
     except TriageError as exc:
         _fail(str(exc))
     render_compare(result, console)
@@ -761,6 +805,34 @@ def compare_cmd(
         _save(json_out, result.to_json(), "JSON")
     if html_out is not None:
         _save(html_out, compare_html(result), "HTML report")
+
+
+def _csv(text: str | None) -> list[str] | None:
+    """A comma-separated option as a list (``None`` when not given)."""
+    return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+
+def _compare_inputs(
+    corpus: str, seed: int, ontology: Path | None, questions: Path | None, max_questions: int | None
+) -> tuple[Any, list, Callable[[int], Any]]:
+    """The corpus, the questions asked, and the embedded corpus of any seed (for --seeds)."""
+    from dataclasses import replace
+
+    from triage_plugins.apps.compare import embedded_corpus, load_corpus_dir, load_question_file
+    from triage_plugins.kg.ontology import load_ontology
+
+    def seeded(s: int) -> Any:  # the embedded corpus of seed s, as asked (ontology, max questions)
+        world = embedded_corpus(s)
+        world = world if ontology is None else replace(world, ontology=load_ontology(ontology))
+        return replace(world, questions=world.questions[:max_questions])
+
+    source = embedded_corpus(seed) if corpus == "embedded" else load_corpus_dir(corpus)
+    if ontology is not None:
+        source = replace(source, ontology=load_ontology(ontology))
+    asked = load_question_file(questions) if questions is not None else source.questions
+    if max_questions is not None:
+        asked = asked[:max_questions]
+    return source, asked, seeded
 
 
 @app.command("report")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from triage_plugins.offline.world import Question, World
     from triage_plugins.reference.pipeline import ReferencePipeline
 
-__all__ = ["DemoResult", "answer_is_correct", "run_demo"]
+__all__ = ["DemoResult", "DemoSeeds", "SeedInterval", "answer_is_correct", "run_demo", "run_demo_seeds"]
 
 FEEDBACK_RETRIEVER = "krag"
 
@@ -250,3 +250,108 @@ def _feedback_rounds(
             }
         )
     return out
+
+
+@dataclass(frozen=True)
+class SeedInterval:
+    """Mean over seeds of one quantity with its two-sided Student-t interval (``None`` with a reason
+    when it is undefined: fewer than two seeds)."""
+
+    values: tuple[float, ...]
+    mean: float | None
+    low: float | None
+    high: float | None
+    confidence: float = 0.95
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, values: Sequence[float], confidence: float = 0.95) -> SeedInterval:
+        """mean ± t(1 − α/2, n − 1) · s / √n over the seeds (a t-interval: seeds are independent worlds)."""
+        import math
+        import statistics
+
+        from scipy.stats import t
+
+        vals = tuple(values)
+        if not vals:
+            return cls(vals, None, None, None, confidence, "no seed measured it")
+        mean = statistics.fmean(vals)
+        if len(vals) < 2:
+            return cls(vals, mean, None, None, confidence, "an interval needs at least 2 seeds")
+        half = (
+            float(t.ppf(0.5 + confidence / 2, len(vals) - 1)) * statistics.stdev(vals) / math.sqrt(len(vals))
+        )
+        return cls(vals, mean, mean - half, mean + half, confidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "values": list(self.values),
+            "mean": self.mean,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "method": "Student t-interval over seeds",
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class DemoSeeds:
+    """``triage demo --seeds N``: the first seed's full result, and held-out accuracy of the feedback
+    retriever before (static) and after the last feedback round, per seed, with intervals."""
+
+    first: DemoResult
+    seeds: list[int]
+    before: SeedInterval
+    after: SeedInterval
+    gain: SeedInterval  # after − before, paired by seed
+    feedback_rounds: int
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.first.to_dict()
+        out["seeds"] = {
+            "seeds": self.seeds,
+            "retriever": FEEDBACK_RETRIEVER,
+            "feedback_rounds": self.feedback_rounds,
+            "store": "only the first seed's runs are written to the store; the others run in memory",
+            "held_out_accuracy_static": self.before.to_dict(),
+            "held_out_accuracy_after": self.after.to_dict(),
+            "gain": self.gain.to_dict(),
+        }
+        return out
+
+
+def run_demo_seeds(
+    n_seeds: int,
+    *,
+    seed: int = 0,
+    store: str | Path | None = None,
+    feedback_rounds: int = 3,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> DemoSeeds:
+    """:func:`run_demo` on seeds ``seed … seed + n_seeds − 1``, each a separate world; only the first
+    writes to ``store`` (the others run in memory), so the store holds one demo as with one seed."""
+    if n_seeds < 1:
+        from triage_plugins.contract.errors import ConfigError
+
+        raise ConfigError(f"--seeds must be at least 1, got {n_seeds}")
+    results: list[DemoResult] = []
+    for i in range(n_seeds):
+        s = seed + i
+        bar = None
+        if progress is not None:
+            bar = lambda label, total, s=s: progress(f"seed {s}: {label}", total)  # noqa: E731
+        results.append(
+            run_demo(seed=s, store=store if i == 0 else None, feedback_rounds=feedback_rounds, progress=bar)
+        )
+    learned = [r for r in results if r.rounds]
+    before = [r.rounds[0]["test_accuracy"] for r in learned]
+    after = [r.rounds[-1]["test_accuracy"] for r in learned]
+    return DemoSeeds(
+        first=results[0],
+        seeds=[r.seed for r in results],
+        before=SeedInterval.of(before),
+        after=SeedInterval.of(after),
+        gain=SeedInterval.of([a - b for a, b in zip(after, before, strict=True)]),
+        feedback_rounds=feedback_rounds,
+    )

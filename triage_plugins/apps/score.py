@@ -644,7 +644,10 @@ def plain(value: object) -> Text:
 
 
 def render_score_report(report: ScoreReport, console: Console, *, max_queries: int = 50) -> None:
-    """Print ``report`` as rich tables: phases, usage aggregates, RHD, signatures, per-query chain."""
+    """Print ``report`` as rich tables: phases, usage aggregates, RHD, signatures, per-query chain
+    (columns wrap, never cut to ``…``)."""
+    from triage_plugins.report.terminal import fold_table
+
     counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts.items())) or "no events"
     console.print(Text.assemble(("TRIAGE score", "bold"), " — ", plain(counts)))
     for phase in report.phases.values():
@@ -660,7 +663,7 @@ def render_score_report(report: ScoreReport, console: Console, *, max_queries: i
         table.add_column("n", justify="right")
         for name, result in phase.metrics.items():
             table.add_row(plain(name), _cell(result), "" if result.n is None else str(result.n))
-        console.print(table)
+        console.print(fold_table(table))
     if not report.queries:
         console.print(
             Text.assemble(
@@ -673,7 +676,18 @@ def render_score_report(report: ScoreReport, console: Console, *, max_queries: i
         console.print(Text.assemble("note: ", plain(note), style="dim"))
 
 
+def _signature_text(q: QueryScore) -> Text:
+    """A query's signature for the terminal (``undetermined`` with its reason)."""
+    if q.signature:
+        return Text(q.signature)
+    return Text.assemble(
+        ("undetermined", "yellow"), " ", Text.assemble("(", plain(q.undetermined), ")", style="dim")
+    )
+
+
 def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> None:
+    from triage_plugins.report.terminal import fits, fold_table
+
     table = Table(title=f"KG Usage (TRIAGE §4.3), {report.total_queries} queries", title_justify="left")
     table.add_column("metric")
     table.add_column("mean / rate")
@@ -689,7 +703,7 @@ def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> No
             "" if result.n is None else str(result.n),
             str(result.details.get("na_queries", "")),
         )
-    console.print(table)
+    console.print(fold_table(table))
     rhd = "  ".join(f"ℓ={'∞' if k == math.inf else int(k)}: {v:.0%}" for k, v in report.rhd.items())
     console.print(Text.assemble(("RHD", "bold"), f" (eq. 33): {rhd or 'N/A (no query evaluable)'}"))
 
@@ -701,19 +715,13 @@ def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> No
         stage = (remedy.stage or "") if remedy else ""
         lever = remedy.levers[0] if remedy and remedy.levers else ""
         sig.add_row(name, str(n), stage, Text(lever))
-    console.print(sig)
+    console.print(fold_table(sig))
 
     per = Table(title="Per query", title_justify="left")
     for col in ("query", "retriever", *CHAIN_COLUMNS, "RHD", "signature"):
         per.add_column(col)
     for q in report.queries[:max_queries]:
-        signature = (
-            Text(q.signature)
-            if q.signature
-            else Text.assemble(
-                ("undetermined", "yellow"), " ", Text.assemble("(", plain(q.undetermined), ")", style="dim")
-            )
-        )
+        signature = _signature_text(q)
         per.add_row(
             plain(q.query_id),
             plain(q.retriever),
@@ -721,7 +729,23 @@ def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> No
             _short(q.metrics.get("RHD")),
             signature,
         )
-    console.print(per)
+    if fits(per, console):
+        console.print(fold_table(per))
+    else:  # too narrow for one row per query: one wrapped line per query, words never cut
+        console.print(Text("Per query", style="italic"))
+        for q in report.queries[:max_queries]:
+            chain = [Text.assemble(f"{c} ", _short(q.metrics.get(c))) for c in (*CHAIN_COLUMNS, "RHD")]
+            console.print(
+                Text.assemble(
+                    plain(q.query_id),
+                    " (",
+                    plain(q.retriever),
+                    "): ",
+                    Text("  ").join(chain),
+                    " → ",
+                    _signature_text(q),
+                )
+            )
     if report.total_queries > max_queries:
         console.print(
             Text(f"… {report.total_queries - max_queries} more queries (use --json for all)", style="dim")
@@ -857,8 +881,10 @@ def calibrate_rows(
 
 
 def render_calibration(report: CalibrationReport, console: Console) -> None:
-    """Print a calibration report with rich."""
+    """Print a calibration report with rich (columns wrap, never cut to ``…``)."""
     from rich.table import Table
+
+    from triage_plugins.report.terminal import fold_table
 
     y = report.youden
     title = f"Youden threshold of {report.metric} for predicting {report.outcome} failure (TRIAGE §5.2)"
@@ -881,7 +907,7 @@ def render_calibration(report: CalibrationReport, console: Console) -> None:
     table.add_row("observations (failed)", f"{y.n} ({y.n_failed})", "")
     if report.cluster:
         table.add_row("clusters", f"{report.n_clusters} by {report.cluster!r}", "")
-    console.print(table)
+    console.print(fold_table(table))
 
 
 def report_json(report: ScoreReport | CalibrationReport) -> str:

@@ -9,13 +9,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
-from triage_plugins.apps.demo import DemoResult
+from triage_plugins.apps.demo import FEEDBACK_RETRIEVER, DemoResult, DemoSeeds, SeedInterval
 from triage_plugins.diagnosis.chain import REMEDIATION, render_trace
 from triage_plugins.metrics.registry import MetricRegistry
 from triage_plugins.metrics.result import MetricResult
+from triage_plugins.report.terminal import fold_table, matrix_table
 
-__all__ = ["render_demo"]
+__all__ = ["render_demo", "render_demo_seeds"]
 
 
 _DEMO_COLUMNS = ("QGR", "ERC", "RRS", "AGR", "CC", "Hits@1", "RPC")
@@ -52,26 +54,24 @@ def _defined(queries: list, name: str) -> list[float]:
     return [q.metrics[name].value for q in queries if name in q.metrics and q.metrics[name].value is not None]
 
 
-def _usage_table(result: DemoResult) -> Table:
+def _usage_table(result: DemoResult, console: Console) -> Table:
     by_retriever: dict[str, list] = defaultdict(list)
     for q in result.usage.queries:
         by_retriever[q.retriever].append(q)
     means, medians = _usage_columns(result.usage.registry)
-    table = Table(
-        title="KG Usage per retriever (means over defined values; N/A excluded)", title_justify="left"
-    )
-    table.add_column("retriever", style="bold", no_wrap=True)
-    table.add_column("n", justify="right")
-    for col in (*means, *medians, "ACC"):
-        table.add_column(col, justify="right")
+    rows = []
     for name, queries in by_retriever.items():
         cells = [_mean(_defined(queries, col)) for col in means]
         for col in medians:
             values = _defined(queries, col)
             cells.append(f"{statistics.median(values):.0f}" if values else "N/A")
         acc = result.accuracy.get(name)
-        table.add_row(name, str(len(queries)), *cells, "-" if acc is None else f"{acc:.1%}")
-    return table
+        rows.append(
+            (Text(name, style="bold"), [str(len(queries)), *cells, "-" if acc is None else f"{acc:.1%}"])
+        )
+    title = "KG Usage per retriever (means over defined values; N/A excluded)"
+    columns = [(col, "right") for col in ("n", *means, *medians, "ACC")]
+    return matrix_table(console, title, ("retriever", "metric"), rows, columns)
 
 
 def _signature_table(result: DemoResult) -> Table:
@@ -124,10 +124,10 @@ def render_demo(result: DemoResult, console: Console) -> None:
             title="triage demo",
         )
     )
-    console.print(_phase_table("KG Implementation (extraction)", result.implementation))
-    console.print(_phase_table("KG Validation (graph)", result.validation))
-    console.print(_usage_table(result))
-    console.print(_signature_table(result))
+    console.print(fold_table(_phase_table("KG Implementation (extraction)", result.implementation)))
+    console.print(fold_table(_phase_table("KG Validation (graph)", result.validation)))
+    console.print(_usage_table(result, console))
+    console.print(fold_table(_signature_table(result)))
     if result.traced is not None and result.traced.diagnosis is not None:
         q = result.traced
         console.print(
@@ -138,7 +138,7 @@ def render_demo(result: DemoResult, console: Console) -> None:
             )
         )
     if result.rounds:
-        console.print(_rounds_table(result))
+        console.print(fold_table(_rounds_table(result)))
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     tail = f"done in {result.seconds:.1f} s"
@@ -149,3 +149,56 @@ def render_demo(result: DemoResult, console: Console) -> None:
             f"; {result.dropped_events} events dropped, {result.plugin_failures} plugin errors (see the log)"
         )
     console.print(f"[dim]{tail}[/]")
+
+
+def _pct_interval(iv: SeedInterval, *, signed: bool = False) -> tuple[str, str]:
+    fmt = "{:+.1%}" if signed else "{:.1%}"
+    mean = "N/A" if iv.mean is None else fmt.format(iv.mean)
+    if iv.low is None or iv.high is None:
+        return mean, f"[dim]N/A: {escape(iv.reason or '')}[/]"
+    return mean, f"[{fmt.format(iv.low)}, {fmt.format(iv.high)}]"
+
+
+def _seeds_table(result: DemoSeeds) -> Table:
+    n = len(result.seeds)
+    table = Table(
+        title=f"Learning over {n} seeds ({FEEDBACK_RETRIEVER}, held-out ACC; 95% Student t-interval over seeds)",
+        title_justify="left",
+    )
+    table.add_column("held-out ACC")
+    table.add_column("mean", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("per seed", justify="right")
+    last = f"after round {result.feedback_rounds}"
+    for label, iv, signed in (
+        ("static", result.before, False),
+        (last, result.after, False),
+        (f"Δ {last} − static", result.gain, True),
+    ):
+        mean, ci = _pct_interval(iv, signed=signed)
+        fmt = "{:+.1%}" if signed else "{:.1%}"
+        table.add_row(
+            label,
+            mean,
+            escape(ci) if not ci.startswith("[dim]") else ci,
+            " ".join(fmt.format(v) for v in iv.values),
+        )
+    return fold_table(table)
+
+
+def render_demo_seeds(result: DemoSeeds, console: Console) -> None:
+    """Print the first seed's demo as :func:`render_demo` does, then accuracy before and after the
+    feedback rounds over all seeds with a 95 % t-interval."""
+    render_demo(result.first, console)
+    if not result.before.values:
+        console.print("[yellow]note:[/] no feedback rounds ran: no learning to summarize over seeds")
+        return
+    console.print(_seeds_table(result))
+    gains = result.gain.values
+    better = sum(g > 0 for g in gains)
+    worse = sum(g < 0 for g in gains)
+    console.print(
+        f"[dim]seeds {result.seeds[0]}–{result.seeds[-1]}: learning raised held-out accuracy on {better}, "
+        f"lowered it on {worse}, left it unchanged on {len(gains) - better - worse}; only seed "
+        f"{result.seeds[0]} was written to the store (the others ran in memory)[/]"
+    )

@@ -2,6 +2,10 @@
 
 Untrusted text (entity names, queries, error messages) is wrapped in :class:`rich.text.Text`, so
 rich markup inside it (``[bold]``, ``[link=…]``) is printed literally, never interpreted.
+
+Nothing is cut to ``…``: every column wraps (folding inside a word only when it must), and a
+metric table too wide for the console even when wrapped at word boundaries is printed pivoted
+(metrics as rows, frameworks as columns), so it reads at 80 columns and in logs.
 """
 
 from __future__ import annotations
@@ -9,10 +13,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from triage_plugins.diagnosis.chain import SIGNATURES
+from triage_plugins.diagnosis.intervals import format_interval
 from triage_plugins.report.compare_html import chain_funnel, compare_columns
 from triage_plugins.report.data import CHAIN_METRICS
 
@@ -24,9 +30,10 @@ if TYPE_CHECKING:
     from triage_plugins.metrics.result import MetricResult
     from triage_plugins.report.data import StoreReport
 
-__all__ = ["render_compare", "render_store_report"]
+__all__ = ["fits", "fold_table", "matrix_table", "render_compare", "render_store_report"]
 
 _SIG_ORDER = (*SIGNATURES, "undetermined")
+_CORNER = ("framework / mode", "metric")
 
 
 def _num(value: float | None, digits: int = 3) -> Text:
@@ -52,10 +59,66 @@ def _summary(s: MetricSummary | None, *, mean: bool = False) -> Text:
     return text
 
 
+def fold_table(table: Table) -> Table:
+    """Let every header and cell of ``table`` wrap (fold inside a word if it must), never end in ``…``."""
+    for column in table.columns:
+        column.overflow = "fold"
+        column.no_wrap = False
+    return table
+
+
+def fits(table: Table, console: Console) -> bool:
+    """Whether ``table`` fits the console with every cell wrapped only at word boundaries."""
+    unbounded = console.options.update_width(10_000)
+    return Measurement.get(console, unbounded, table).minimum <= console.width
+
+
+Cell = Text | str
+
+
+def _matrix(
+    console: Console,
+    title: str,
+    corner: tuple[str, str],
+    rows: list[tuple[Text, list[Cell]]],
+    columns: list[tuple[str, str]],
+) -> None:
+    console.print(matrix_table(console, title, corner, rows, columns))
+
+
+def matrix_table(
+    console: Console,
+    title: str,
+    corner: tuple[str, str],
+    rows: list[tuple[Text, list[Cell]]],
+    columns: list[tuple[str, str]],
+) -> Table:
+    """Rows × columns, or pivoted (columns as rows) when the wide form does not fit ``console``.
+
+    :param corner: header of the label column as (wide form, pivoted form).
+    :param columns: (name, justify) of each value column.
+    """
+    wide = Table(title=title, title_justify="left")
+    wide.add_column(corner[0])
+    for name, justify in columns:
+        wide.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for label, cells in rows:
+        wide.add_row(label, *cells)
+    if fits(wide, console) or not rows:
+        return fold_table(wide)
+    tall = Table(title=title, title_justify="left")
+    tall.add_column(corner[1])
+    for label, _ in rows:
+        tall.add_column(label, justify="right")
+    for i, (name, _) in enumerate(columns):
+        tall.add_row(name, *(cells[i] for _, cells in rows))
+    return fold_table(tall)
+
+
 def _frameworks_table(result: CompareResult, console: Console) -> None:
     frameworks = Table(title="Frameworks", title_justify="left")
-    for col in ("framework", "mode", "status"):
-        frameworks.add_column(col, no_wrap=True)
+    for col in ("framework", "mode", "status", "set-up"):
+        frameworks.add_column(col)
     for col in ("queries", "triples", "graph", "run s", "query ms"):
         frameworks.add_column(col, justify="right")
     for r in result.rows:
@@ -65,13 +128,14 @@ def _frameworks_table(result: CompareResult, console: Console) -> None:
             Text(r.framework),
             Text(r.mode),
             Text(r.status, style=style),
+            Text(r.setup.label or "default", style="yellow" if r.setup.label else "dim"),
             str(r.queries) if r.status == "ok" else "",
             "" if r.triples_extracted is None else str(r.triples_extracted),
             "" if r.graph_triples is None else str(r.graph_triples),
             "" if r.seconds is None else f"{r.seconds:.2f}",
             "" if q_ms is None else f"{q_ms * 1000:.1f}",
         )
-    console.print(frameworks)
+    console.print(fold_table(frameworks))
     for r in result.rows:
         if r.status != "ok":
             style = "bold red" if r.status == "failed" else "dim"
@@ -80,64 +144,88 @@ def _frameworks_table(result: CompareResult, console: Console) -> None:
 
 def _kg_table(ok: list[CompareRow], columns: dict[str, tuple[str, ...]], console: Console) -> None:
     impl, val = columns["implementation"], columns["validation"]
-    kg = Table(title="KG Implementation (§4.1) and Validation (§4.2)", title_justify="left")
-    kg.add_column("framework / mode", no_wrap=True)
-    for m in (*impl, *val):
-        kg.add_column(m, justify="right")
-    for r in ok:
-        kg.add_row(
+    rows = [
+        (
             Text(r.label),
-            *(_metric(r.implementation.get(m)) for m in impl),
-            *(_metric(r.validation.get(m)) for m in val),
+            [
+                *(_metric(r.implementation.get(m)) for m in impl),
+                *(_metric(r.validation.get(m)) for m in val),
+            ],
         )
-    console.print(kg)
+        for r in ok
+    ]
+    title = "KG Implementation (§4.1) and Validation (§4.2)"
+    _matrix(console, title, _CORNER, rows, [(m, "right") for m in (*impl, *val)])
 
 
 def _usage_tables(ok: list[CompareRow], columns: dict[str, tuple[str, ...]], console: Console) -> None:
-    usage = Table(title="KG Usage (§4.3): median per query (N/A count)", title_justify="left")
-    usage.add_column("framework / mode", no_wrap=True)
-    usage.add_column("queries", justify="right")
-    for m in columns["usage"]:
-        usage.add_column(m, justify="right")
-    for r in ok:
-        usage.add_row(Text(r.label), str(r.queries), *(_summary(r.usage.get(m)) for m in columns["usage"]))
-    console.print(usage)
+    usage = columns["usage"]
+    rows = [(Text(r.label), [str(r.queries), *(_summary(r.usage.get(m)) for m in usage)]) for r in ok]
+    title = "KG Usage (§4.3): median per query (N/A count)"
+    _matrix(console, title, _CORNER, rows, [(m, "right") for m in ("queries", *usage)])
 
     with_gold = [r for r in ok if r.gold is not None]
     if with_gold:
-        gold = Table(title="Answer accuracy (gold; means)", title_justify="left")
-        gold.add_column("framework / mode")
-        for m in columns["gold"]:
-            gold.add_column(m, justify="right")
-        for r in with_gold:
-            gold.add_row(Text(r.label), *(_summary(r.gold.get(m), mean=True) for m in columns["gold"]))  # type: ignore[union-attr]
-        console.print(gold)
+        gold = [(Text(r.display_label), [_gold_cell(r, m) for m in columns["gold"]]) for r in with_gold]
+        title = "Answer accuracy (gold; means; Hits@1 with its 95 % interval)"
+        _matrix(console, title, _CORNER, gold, [(m, "right") for m in columns["gold"]])  # type: ignore[arg-type]
+
+
+def _gold_cell(row: CompareRow, metric: str) -> Text:
+    text = _summary(row.gold.get(metric), mean=True)  # type: ignore[union-attr]
+    if metric == "Hits@1" and row.interval_text(metric):
+        text.append(f" {row.interval_text(metric)}", style="dim")
+    return text
+
+
+def _differences_table(result: CompareResult, console: Console) -> None:
+    hits = [d for d in result.differences if d.metric == "Hits@1"]
+    if not hits:
+        return
+    diffs = Table(title="Hits@1 differences (paired, 95 % clustered BCa)", title_justify="left")
+    for col, justify in (("a", "left"), ("b", "left"), ("a − b", "right"), ("95 % interval", "right")):
+        diffs.add_column(col, justify=justify)  # type: ignore[arg-type]
+    diffs.add_column("significant")
+    for d in hits:
+        mark = Text("yes", style="green") if d.significant else Text("not significant", style="dim")
+        diffs.add_row(Text(d.a), Text(d.b), _num(d.interval.estimate), format_interval(d.interval), mark)
+    console.print(fold_table(diffs))
+
+
+def _seeds_table(result: CompareResult, console: Console) -> None:
+    summary = result.across_seeds
+    if summary is None:
+        return
+    rows: list[tuple[Text, list[Cell]]] = []
+    for label, stats in summary.rows.items():
+        cells: list[Cell] = []
+        for metric in ("Hits@1", "chain:supported"):
+            s = stats.get(metric)
+            text = _num(None if s is None else s.mean)
+            if s is not None and s.interval is not None:
+                text.append(f" {format_interval(s.interval)}", style="dim")
+            cells.append(text)
+        rows.append((Text(label), cells))
+    title = f"Across seeds {summary.seeds[0]}–{summary.seeds[-1]}: mean [95 % t interval over seeds]"
+    _matrix(console, title, _CORNER, rows, [("Hits@1", "right"), ("supported", "right")])
 
 
 def _chain_tables(ok: list[CompareRow], console: Console) -> None:
     present = [s for s in _SIG_ORDER if any(r.signatures.get(s) for r in ok)]
-    sigs = Table(title="Chain signatures (§4.5): queries", title_justify="left")
-    sigs.add_column("framework / mode", no_wrap=True)
-    for s in present:
-        sigs.add_column(s, justify="right")
-    for r in ok:
-        sigs.add_row(Text(r.label), *(str(r.signatures.get(s, 0)) for s in present))
-    console.print(sigs)
+    rows = [(Text(r.label), [str(r.signatures.get(s, 0)) for s in present]) for r in ok]
+    title = "Chain signatures (§4.5): queries"
+    _matrix(console, title, ("framework / mode", "signature"), rows, [(s, "right") for s in present])
 
-    funnel = Table(
-        title="Chain funnel (share not failed at each link) and RHD (eq. 33)", title_justify="left"
-    )
-    funnel.add_column("framework / mode", no_wrap=True)
-    for link in CHAIN_METRICS:
-        funnel.add_column(link, justify="right")
-    funnel.add_column("RHD ℓ: share")
+    funnel: list[tuple[Text, list[Cell]]] = []
     for r in ok:
         shares = dict(chain_funnel(r.signatures))
         rhd = "  ".join(f"{'∞' if k == 'inf' else k}:{v:.0%}" for k, v in r.rhd.items()) or "N/A"
-        funnel.add_row(
-            Text(r.label), *(f"{shares[m]:.0%}" if m in shares else "N/A" for m in CHAIN_METRICS), rhd
+        funnel.append(
+            (Text(r.label), [*(f"{shares[m]:.0%}" if m in shares else "N/A" for m in CHAIN_METRICS), rhd])
         )
-    console.print(funnel)
+    title = "Chain funnel (share not failed at each link) and RHD (eq. 33)"
+    cols = [*((m, "right") for m in CHAIN_METRICS), ("RHD ℓ: share", "left")]
+    _matrix(console, title, ("framework / mode", "link"), funnel, cols)
 
 
 def _rounds_table(ok: list[CompareRow], console: Console) -> None:
@@ -145,13 +233,12 @@ def _rounds_table(ok: list[CompareRow], console: Console) -> None:
     if not with_rounds:
         return
     n = max(len(r.rounds) for r in with_rounds)
-    rounds = Table(title="Hits@1 per feedback round (EvoRAG reweighting)", title_justify="left")
-    rounds.add_column("framework / mode")
-    for i in range(n):
-        rounds.add_column(f"round {i}", justify="right")
-    for r in with_rounds:
-        rounds.add_row(Text(r.label), *(_num(s.hits_at_1) for s in r.rounds))
-    console.print(rounds)
+    rows: list[tuple[Text, list[Cell]]] = [
+        (Text(r.label), [*(_num(s.hits_at_1) for s in r.rounds), *([""] * (n - len(r.rounds)))])
+        for r in with_rounds
+    ]
+    title = "Hits@1 per feedback round (EvoRAG reweighting)"
+    _matrix(console, title, ("framework / mode", "round"), rows, [(f"round {i}", "right") for i in range(n)])
 
 
 def render_compare(
@@ -164,7 +251,7 @@ def render_compare(
     console.print(
         Text.assemble(
             ("triage compare", "bold"),
-            f" — {result.corpus}, {result.questions} questions, seed {result.seed}, "
+            f" — {result.corpus}, {result.questions} questions, {_seed_text(result)}, "
             f"{result.feedback_rounds} feedback round(s)",
         )
     )
@@ -180,9 +267,16 @@ def render_compare(
         _notes(result, console)
         return
     _usage_tables(ok, columns, console)
+    _differences_table(result, console)
+    _seeds_table(result, console)
     _chain_tables(ok, console)
     _rounds_table(ok, console)
     _notes(result, console)
+
+
+def _seed_text(result: CompareResult) -> str:
+    seeds = result.across_seeds.seeds if result.across_seeds is not None else (result.seed,)
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
 
 
 def _notes(result: CompareResult, console: Console) -> None:
@@ -201,35 +295,44 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
     if report.dropped or report.undelivered:
         lost = report.dropped + report.undelivered
         console.print(
-            Text(f"warning: {lost} events never reached this store (see the note at the end)", style="yellow"),
+            Text(
+                f"warning: {lost} events never reached this store (see the note at the end)", style="yellow"
+            ),
             soft_wrap=True,
         )
-    overview = Table(title="Overview (chain metrics: median per query)", title_justify="left")
-    overview.add_column("framework / retriever", no_wrap=True)
-    overview.add_column("queries", justify="right")
-    for m in CHAIN_METRICS:
-        overview.add_column(m, justify="right")
-    overview.add_column("triggers", justify="right")
-    overview.add_column("signatures")
-    for g in report.groups:
-        overview.add_row(
+    overview = [
+        (
             Text(g.label),
-            str(len(g.queries)),
-            *(_num(g.stats[m].median, 2) if m in g.stats else Text("–", style="dim") for m in CHAIN_METRICS),
-            str(len(g.triggers)),
-            ", ".join(f"{s} {n}" for s, n in g.signatures.items()),
+            [
+                str(len(g.queries)),
+                *(
+                    _num(g.stats[m].median, 2) if m in g.stats else Text("–", style="dim")
+                    for m in CHAIN_METRICS
+                ),
+                str(len(g.triggers)),
+                ", ".join(f"{s} {n}" for s, n in g.signatures.items()),
+            ],
         )
-    console.print(overview)
+        for g in report.groups
+    ]
+    cols = [
+        ("queries", "right"),
+        *((m, "right") for m in CHAIN_METRICS),
+        ("triggers", "right"),
+        ("signatures", "left"),
+    ]
+    title = "Overview (chain metrics: median per query)"
+    _matrix(console, title, ("framework / retriever", "metric"), overview, cols)
 
     if report.graph:
         names = list(dict.fromkeys(n for metrics in report.graph.values() for n in metrics))
         graph = Table(title="Graph (latest §4.1/§4.2 metrics)", title_justify="left")
-        graph.add_column("metric", no_wrap=True)
+        graph.add_column("metric")
         for fw in report.graph:
             graph.add_column(Text(fw), justify="right")
         for n in names:
             graph.add_row(n, *(_metric(metrics.get(n)) for metrics in report.graph.values()))
-        console.print(graph)
+        console.print(fold_table(graph))
 
     for g in report.groups:
         if g.triggers:
@@ -241,7 +344,7 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
                     Text(f"#{s.position} ({s.query_id})"), s.metric, s.statistic, f"{s.value:.3f}",
                     f"{s.threshold:.3f}", s.stage or "investigate", Text(s.levers[0] if s.levers else ""),
                 )  # fmt: skip
-            console.print(t)
+            console.print(fold_table(t))
         for sig, queries in g.worst.items():
             console.print(Text(f"worst {sig} queries — {g.label}", style="bold"))
             for q in queries[:traces]:
@@ -255,6 +358,6 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
         for kind, moves in (("promoted", u.promoted), ("suppressed", u.suppressed)):
             for m in moves:
                 t.add_row(kind, Text(m.id), f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates))
-        console.print(t)
+        console.print(fold_table(t))
     for note in report.notes:
         console.print(Text(f"note: {note}", style="dim"))
