@@ -166,7 +166,14 @@ def _usage_tables(ok: list[CompareRow], columns: dict[str, tuple[str, ...]], con
 
     with_gold = [r for r in ok if r.gold is not None]
     if with_gold:
-        gold = [(Text(r.display_label), [_gold_cell(r, m) for m in columns["gold"]]) for r in with_gold]
+        # the set-up itself is in the Frameworks table; here a marker keeps the rows short
+        gold = [
+            (
+                Text(r.label + (" (non-default)" if r.setup.label else "")),
+                [_gold_cell(r, m) for m in columns["gold"]],
+            )
+            for r in with_gold
+        ]
         title = "Answer accuracy (gold; means; Hits@1 with its 95 % interval)"
         _matrix(console, title, _CORNER, gold, [(m, "right") for m in columns["gold"]])  # type: ignore[arg-type]
 
