@@ -492,7 +492,7 @@ OTHER = {
     "LightRAG ──┐                                           ┌─ triage.recorder        events → SQLite store": (
         "the architecture diagram"
     ),
-    "Answer accuracy (gold; means)": "an excerpt of `triage compare` output",
+    "Answer accuracy (gold; means; Hits@1 with its 95 % interval)": "an excerpt of `triage compare` output",
     "[project.entry-points.triage]": "a pyproject entry point (checked by test_entry_point_block)",
 }
 
