@@ -33,23 +33,20 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from triage_plugins.contract.errors import EventError, StoreError
-from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
+from triage_plugins.contract.errors import StoreError
+from triage_plugins.contract.events import Event
 from triage_plugins.store.rows import (
     SCOPES,
-    TABLES,
     MetricRow,
-    RunRow,
     ScoreRow,
     _dumps,
     _finite,
     _need_text,
 )
-from triage_plugins.store.sqlite import SQLiteStore
+from triage_plugins.store.sql import PAGE, SQLStore
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -58,7 +55,7 @@ log = logging.getLogger("triage.store")
 APPLICATION = "triage-plugins"
 MARKER = "triage_store"
 _LOCK_KEY = 0x54524947  # advisory lock held while migrating ("TRIG", as SQLite's application_id)
-_PAGE = 500
+_PAGE = PAGE
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 #: Ordered migrations; migration ``i`` (1-based) brings a database to schema version ``i``. They
@@ -165,7 +162,7 @@ def _scrub(message: str, url: str) -> str:
 _FK_DETAIL = re.compile(r"Key \(run_id\)=\((?P<id>.*)\) is not present")
 
 
-class PostgresStore:
+class PostgresStore(SQLStore):
     """A PostgreSQL trace + score store (module docstring; tables as in :mod:`~triage_plugins.store.sqlite`).
 
     :param url: a ``postgresql://`` or ``postgres://`` URL.
@@ -175,6 +172,8 @@ class PostgresStore:
         host, never the password); the schema holds tables of another application; it was written
         by a newer triage-plugins; or, read-only, it is not a current triage store.
     """
+
+    _PARAM = "%s"  # psycopg's placeholder (the shared SQL is written with ?)
 
     def __init__(self, url: str, *, readonly: bool = False, pool_size: int | None = None) -> None:
         self._psycopg, self._pool_module = _psycopg()
@@ -226,9 +225,6 @@ class PostgresStore:
 
     def __enter__(self) -> PostgresStore:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ connections
 
@@ -424,54 +420,6 @@ class PostgresStore:
             )
         return run_id
 
-    def end_run(self, run_id: str, *, dropped: int = 0, undelivered: int = 0) -> None:
-        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store."""
-        counts = []
-        for name, value in (("dropped", dropped), ("undelivered", undelivered)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise StoreError(f"{name} must be a whole number >= 0, got {value!r}")
-            counts.append(value)
-        with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE runs SET ended_at = %s, dropped = %s, undelivered = %s WHERE id = %s",
-                (time.time(), *counts, run_id),
-            )
-            if cur.rowcount == 0:
-                raise StoreError(f"unknown run id {run_id!r}")
-
-    def runs(self, kind: str | None = None) -> list[RunRow]:
-        """The runs, oldest first, optionally of one kind."""
-        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered FROM runs"
-        params: tuple = ()
-        if kind is not None:
-            sql += " WHERE kind = %s"
-            params = (kind,)
-        rows = self._read(sql + " ORDER BY started_at, id", params)
-        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6]) for r in rows]
-
-    def delete_run(self, run_id: str) -> dict[str, int]:
-        """Delete a run with its events and metric rows; returns how many rows each table lost."""
-        return self._delete_runs([run_id])
-
-    def prune(self, *, older_than: float | None = None, keep_runs: int | None = None) -> dict[str, int]:
-        """Delete old runs with their events and metric rows; learned scores and parameters stay.
-
-        Same arguments and checks as :meth:`SQLiteStore.prune <triage_plugins.store.sqlite.SQLiteStore.prune>`.
-        """
-        return SQLiteStore.prune(self, older_than=older_than, keep_runs=keep_runs)  # type: ignore[arg-type]
-
-    def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
-        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
-        with self._tx() as conn:
-            for run_id in run_ids:
-                out["events"] += conn.execute("DELETE FROM events WHERE run_id = %s", (run_id,)).rowcount
-                out["metrics"] += conn.execute("DELETE FROM metrics WHERE run_id = %s", (run_id,)).rowcount
-                out["runs"] += conn.execute("DELETE FROM runs WHERE id = %s", (run_id,)).rowcount
-            out["blobs"] = conn.execute(
-                "DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.blob = b.hash)"
-            ).rowcount
-        return out
-
     # ------------------------------------------------------------------ events
 
     _INSERT_EVENT = (
@@ -482,7 +430,7 @@ class PostgresStore:
 
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
-        row = SQLiteStore._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
+        row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
         *columns, blob, text = row
         with self._tx() as conn:
             if blob is not None:
@@ -496,74 +444,13 @@ class PostgresStore:
         count = 0
         with self._tx() as conn:
             for chunk in _chunks(events):
-                rows = [SQLiteStore._event_row(event, run_id, now) for event in chunk]
+                rows = [self._event_row(event, run_id, now) for event in chunk]
                 blobs = {row[6]: row[7] for row in rows if row[6] is not None}
                 if blobs:
                     self._write(conn, self._INSERT_BLOB, list(blobs.items()), many=True)
                 self._write(conn, self._INSERT_EVENT, [row[:7] for row in rows], many=True)
                 count += len(rows)
         return count
-
-    def events(
-        self,
-        kind: str | type[Event] | None = None,
-        run_id: str | None = None,
-        *,
-        framework: str | None = None,
-        query_id: str | None = None,
-    ) -> Iterator[Event]:
-        """The stored events in recording order; filters combine with AND; read in pages."""
-        if isinstance(kind, type):
-            kind = getattr(kind, "kind", None)
-        if kind is not None and kind not in EVENT_TYPES:
-            raise StoreError(f"unknown event kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("kind", kind),
-            ("run_id", run_id),
-            ("framework", framework),
-            ("query_id", query_id),
-        ):
-            if value is not None:
-                where.append(f"e.{column} = %s")
-                params.append(value)
-        return self._iter_events(" AND ".join(["e.id > %s", *where]), params)
-
-    def _iter_events(self, where: str, params: list[Any], *, order: str = "") -> Iterator[Event]:
-        last = 0
-        while True:
-            rows = self._read(
-                "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
-                f"WHERE {where} ORDER BY e.id LIMIT {_PAGE}",
-                [last, *params],
-            )
-            for row_id, text in rows:
-                try:
-                    yield from_json(text)
-                except EventError as exc:
-                    raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
-            if len(rows) < _PAGE:
-                return
-            last = rows[-1][0]
-
-    def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
-        """The most recently recorded event of ``kind`` for one query (one indexed lookup), or ``None``."""
-        sql = (
-            "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
-            "WHERE e.query_id = %s AND e.kind = %s"
-        )
-        params: list[Any] = [query_id, kind]
-        if framework is not None:
-            sql += " AND e.framework = %s"
-            params.append(framework)
-        rows = self._read(sql + " ORDER BY e.id DESC LIMIT 1", params)
-        if not rows:
-            return None
-        try:
-            return from_json(rows[0][1])
-        except EventError as exc:
-            raise StoreError(f"stored event {rows[0][0]} cannot be rebuilt: {exc}") from None
 
     # ------------------------------------------------------------------ metrics
 
@@ -588,7 +475,7 @@ class PostgresStore:
     ) -> None:
         """Store one metric value; ``None`` needs a ``reason`` (undefined is not zero)."""
         row = MetricRow(scope, scope_id, name, value, reason, run_id, framework, retriever, details or {}, n)
-        values = SQLiteStore._metric_row(row, run_id, time.time())
+        values = self._metric_row(row, run_id, time.time())
         with self._tx() as conn:
             self._write(conn, self._INSERT_METRIC, values)
 
@@ -598,7 +485,7 @@ class PostgresStore:
         count = 0
         with self._tx() as conn:
             for chunk in _chunks(rows):
-                values = [SQLiteStore._metric_row(row, run_id, now) for row in chunk]
+                values = [self._metric_row(row, run_id, now) for row in chunk]
                 self._write(conn, self._INSERT_METRIC, values, many=True)
                 count += len(values)
         return count
@@ -690,17 +577,7 @@ class PostgresStore:
                 rows.extend(self._read(sql + " AND id = ANY(%s)", (unit, wanted[start : start + _PAGE])))
         return {r[0]: ScoreRow(r[1], r[2], r[3]) for r in rows}
 
-    def scores_changed_at(self, unit: str) -> float | None:
-        """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""
-        rows = self._read("SELECT max(updated_at) FROM scores WHERE unit = %s", (unit,))
-        return None if rows[0][0] is None else float(rows[0][0])
-
     # ------------------------------------------------------------------ params
-
-    def get_param(self, name: str, default: Any = None) -> Any:
-        """A stored parameter's JSON value, or ``default`` when it was never set."""
-        rows = self._read("SELECT value FROM params WHERE name = %s", (name,))
-        return json.loads(rows[0][0]) if rows else default
 
     def set_param(self, name: str, value: Any) -> None:
         """Store a parameter (any JSON-serializable value, finite numbers only); the last write wins."""
@@ -751,10 +628,6 @@ class PostgresStore:
             raise
 
     # ------------------------------------------------------------------ summary
-
-    def counts(self) -> dict[str, int]:
-        """Rows per table: runs, events, metrics, scores, params, blobs."""
-        return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}
 
 
 def _bounds(bounds: tuple[float, float] | None, name: str) -> tuple[float, float]:

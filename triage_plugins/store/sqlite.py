@@ -41,7 +41,6 @@ write is one transaction; :meth:`SQLiteStore.transaction` groups several (nested
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import logging
@@ -55,11 +54,10 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.contract.errors import EventError, StoreError
-from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
+from triage_plugins.contract.errors import StoreError
+from triage_plugins.contract.events import Event
 from triage_plugins.store.rows import (
     SCOPES,
     TABLES,
@@ -70,6 +68,7 @@ from triage_plugins.store.rows import (
     _finite,
     _need_text,
 )
+from triage_plugins.store.sql import PAGE, SQLStore
 
 if TYPE_CHECKING:
     pass
@@ -91,7 +90,7 @@ log = logging.getLogger("triage.store")
 APPLICATION_ID = 0x54524947  # "TRIG": marks a SQLite file as a triage-plugins store
 BUSY_TIMEOUT_SECONDS = 30.0
 MEMORY = ":memory:"
-_PAGE = 500  # rows per page when iterating events; ids per IN (...) query
+_PAGE = PAGE  # ids per IN (...) query
 _WRITE_CHUNK = 512  # rows encoded, then inserted by one executemany, at a time inside a batch
 
 #: Ordered schema migrations; migration ``i`` (1-based) brings a file to ``user_version = i``.
@@ -163,8 +162,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX scores_by_update ON scores (unit, updated_at)",
     ),
 )
-#: Event kinds stored once per distinct content (a graph event repeats the whole graph).
-DEDUPLICATED_KINDS: frozenset[str] = frozenset({"graph"})
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -230,7 +227,7 @@ class _Handle:
 # --------------------------------------------------------------------------- the store
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """A SQLite trace + score store (see the module docstring for the tables).
 
     :param url_or_path: a path, a ``sqlite:///`` URL or ``":memory:"``.
@@ -307,9 +304,6 @@ class SQLiteStore:
 
     def __enter__(self) -> SQLiteStore:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ connections
 
@@ -599,94 +593,7 @@ class SQLiteStore:
             )
         return run_id
 
-    def end_run(self, run_id: str, *, dropped: int = 0, undelivered: int = 0) -> None:
-        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store."""
-        counts = []
-        for name, value in (("dropped", dropped), ("undelivered", undelivered)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise StoreError(f"{name} must be a whole number >= 0, got {value!r}")
-            counts.append(value)
-        with self._tx() as db:
-            cur = db.execute(
-                "UPDATE runs SET ended_at = ?, dropped = ?, undelivered = ? WHERE id = ?",
-                (time.time(), *counts, run_id),
-            )
-            if cur.rowcount == 0:
-                raise StoreError(f"unknown run id {run_id!r}")
-
-    def runs(self, kind: str | None = None) -> list[RunRow]:
-        """The runs, oldest first, optionally of one kind."""
-        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered FROM runs"
-        params: tuple = ()
-        if kind is not None:
-            sql += " WHERE kind = ?"
-            params = (kind,)
-        rows = self._read(sql + " ORDER BY started_at, id", params)
-        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6]) for r in rows]
-
-    def delete_run(self, run_id: str) -> dict[str, int]:
-        """Delete a run with its events and metric rows; returns how many rows each table lost."""
-        return self._delete_runs([run_id])
-
-    def prune(self, *, older_than: float | None = None, keep_runs: int | None = None) -> dict[str, int]:
-        """Delete old runs with their events and metric rows; learned scores and parameters stay.
-
-        :param older_than: delete runs that started more than this many seconds ago.
-        :param keep_runs: keep only this many most recent runs.
-        :return: rows deleted per table (graph snapshots no remaining event refers to included).
-        """
-        if older_than is None and keep_runs is None:
-            raise StoreError("prune needs older_than or keep_runs (it never deletes everything by default)")
-        if older_than is not None and (not isinstance(older_than, int | float) or not older_than >= 0):
-            raise StoreError(f"older_than must be a number of seconds >= 0, got {older_than!r}")
-        if keep_runs is not None and (
-            isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0
-        ):
-            raise StoreError(f"keep_runs must be a whole number >= 0, got {keep_runs!r}")
-        runs = self.runs()  # oldest first
-        doomed = set()
-        if older_than is not None:
-            cutoff = time.time() - older_than
-            doomed |= {r.id for r in runs if r.started_at < cutoff}
-        if keep_runs is not None:
-            doomed |= {r.id for r in runs[: max(0, len(runs) - keep_runs)]}
-        return self._delete_runs(sorted(doomed))
-
-    def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
-        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
-        with self._tx() as db:
-            for run_id in run_ids:
-                out["events"] += db.execute("DELETE FROM events WHERE run_id = ?", (run_id,)).rowcount
-                out["metrics"] += db.execute("DELETE FROM metrics WHERE run_id = ?", (run_id,)).rowcount
-                out["runs"] += db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
-            out["blobs"] = db.execute(
-                "DELETE FROM blobs WHERE hash NOT IN (SELECT blob FROM events WHERE blob IS NOT NULL)"
-            ).rowcount
-        return out
-
     # ------------------------------------------------------------------ events
-
-    @staticmethod
-    def _event_row(event: Event, run_id: str | None, ts: float) -> tuple:
-        if not isinstance(event, Event):
-            raise StoreError(f"record_event expects a triage event, got {type(event).__name__}")
-        try:
-            text = event.to_json()
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
-        blob = None
-        if event.kind in DEDUPLICATED_KINDS:
-            blob = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        return (
-            run_id,
-            event.kind,
-            getattr(event, "framework", None),
-            getattr(event, "query_id", None),
-            ts,
-            "" if blob else text,
-            blob,
-            text,
-        )
 
     _INSERT_EVENT = (
         "INSERT INTO events (run_id, kind, framework, query_id, ts, json, blob) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -749,95 +656,12 @@ class SQLiteStore:
         except UnicodeEncodeError as exc:
             raise StoreError(f"text cannot be stored as UTF-8 (lone surrogate?): {exc}") from None
 
-    def events(
-        self,
-        kind: str | type[Event] | None = None,
-        run_id: str | None = None,
-        *,
-        framework: str | None = None,
-        query_id: str | None = None,
-    ) -> Iterator[Event]:
-        """The stored events in recording order, rebuilt with :func:`triage_plugins.contract.events.from_json`.
-
-        Filters combine with AND. Rows are read in pages, so iterating a large store is cheap.
-        """
-        if isinstance(kind, type):
-            kind = getattr(kind, "kind", None)
-        if kind is not None and kind not in EVENT_TYPES:
-            raise StoreError(f"unknown event kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("kind", kind),
-            ("run_id", run_id),
-            ("framework", framework),
-            ("query_id", query_id),
-        ):
-            if value is not None:
-                where.append(f"e.{column} = ?")
-                params.append(value)
-        return self._iter_events(" AND ".join(["e.id > ?", *where]), params)
-
-    def _iter_events(self, where: str, params: list[Any]) -> Iterator[Event]:
-        last = 0
-        while True:
-            rows = self._read(
-                "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
-                f"WHERE {where} ORDER BY e.id LIMIT {_PAGE}",
-                [last, *params],
-            )
-            for row_id, text in rows:
-                try:
-                    yield from_json(text)
-                except EventError as exc:
-                    raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
-            if len(rows) < _PAGE:
-                return
-            last = rows[-1][0]
-
-    def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
-        """The most recently recorded event of ``kind`` for one query (one indexed lookup), or ``None``."""
-        sql = (
-            "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob "
-            "WHERE e.query_id = ? AND e.kind = ?"
-        )
-        params: list[Any] = [query_id, kind]
-        if framework is not None:
-            sql += " AND e.framework = ?"
-            params.append(framework)
-        rows = self._read(sql + " ORDER BY e.id DESC LIMIT 1", params)
-        if not rows:
-            return None
-        try:
-            return from_json(rows[0][1])
-        except EventError as exc:
-            raise StoreError(f"stored event {rows[0][0]} cannot be rebuilt: {exc}") from None
-
     # ------------------------------------------------------------------ metrics
 
     _INSERT_METRIC = (
         "INSERT INTO metrics (run_id, scope, scope_id, name, value, reason, n, framework, retriever, "
         "details, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
-
-    @staticmethod
-    def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:
-        if not isinstance(row, MetricRow):
-            raise StoreError(f"record_metrics expects MetricRow items, got {type(row).__name__}")
-        details = _dumps(dict(row.details), f"details of metric {row.name!r}", allow_nan=True)
-        return (
-            row.run_id if row.run_id is not None else run_id,
-            row.scope,
-            row.scope_id,
-            row.name,
-            row.value,
-            row.reason,
-            row.n,
-            row.framework,
-            row.retriever,
-            details,
-            now if row.ts is None else _finite(row.ts, "MetricRow.ts"),
-        )
 
     def record_metric(
         self,
@@ -973,17 +797,7 @@ class SQLiteStore:
                 rows.extend(self._read(f"{sql} AND id IN ({marks})", (unit, *page)))
         return {r[0]: ScoreRow(r[1], r[2], r[3]) for r in rows}
 
-    def scores_changed_at(self, unit: str) -> float | None:
-        """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""
-        rows = self._read("SELECT max(updated_at) FROM scores WHERE unit = ?", (unit,))
-        return None if rows[0][0] is None else float(rows[0][0])
-
     # ------------------------------------------------------------------ params
-
-    def get_param(self, name: str, default: Any = None) -> Any:
-        """A stored parameter's JSON value, or ``default`` when it was never set."""
-        rows = self._read("SELECT value FROM params WHERE name = ?", (name,))
-        return json.loads(rows[0][0]) if rows else default
 
     def set_param(self, name: str, value: Any) -> None:
         """Store a parameter (any JSON-serializable value, finite numbers only)."""
@@ -1034,6 +848,3 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ summary
 
-    def counts(self) -> dict[str, int]:
-        """Rows per table: runs, events, metrics, scores, params."""
-        return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}

@@ -1,0 +1,240 @@
+"""What the two SQL backends share: the store methods whose SQL is the same in SQLite and PostgreSQL.
+
+:class:`SQLStore` holds them once, written with ``?`` placeholders; a backend sets :attr:`SQLStore._PARAM`
+to its own (PostgreSQL's psycopg: ``%s``) and provides ``_read(sql, params)`` (rows of a query) and
+``_tx()`` (a context yielding a connection whose ``execute`` returns a cursor, committed at the end).
+Writes whose SQL differs (upserts, batched inserts, migrations) stay in each backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from types import MappingProxyType
+from typing import Any
+
+from triage_plugins.contract.errors import EventError, StoreError
+from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
+from triage_plugins.store.rows import TABLES, MetricRow, RunRow, _dumps, _finite
+
+__all__ = ["DEDUPLICATED_KINDS", "PAGE", "SQLStore"]
+
+PAGE = 500  # rows per page when iterating events; ids per IN (...) query
+#: Event kinds stored once per distinct content (a graph event repeats the whole graph).
+DEDUPLICATED_KINDS: frozenset[str] = frozenset({"graph"})
+
+_EVENT_SQL = "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob WHERE "
+
+
+class SQLStore:
+    """The SQL both backends run alike (see the module docstring)."""
+
+    #: The DB-API placeholder of the backend's driver.
+    _PARAM = "?"
+
+    def _q(self, sql: str) -> str:
+        """``sql`` (written with ``?``) in the backend's placeholder style."""
+        return sql if self._PARAM == "?" else sql.replace("?", self._PARAM)
+
+    def _read(self, sql: str, params: Any = ()) -> list[tuple]:  # pragma: no cover - each backend's own
+        raise NotImplementedError
+
+    def _tx(self) -> Any:  # pragma: no cover - each backend's own
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - each backend's own
+        raise NotImplementedError
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ runs
+
+    def end_run(self, run_id: str, *, dropped: int = 0, undelivered: int = 0) -> None:
+        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store."""
+        counts = []
+        for name, value in (("dropped", dropped), ("undelivered", undelivered)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise StoreError(f"{name} must be a whole number >= 0, got {value!r}")
+            counts.append(value)
+        with self._tx() as conn:
+            cur = conn.execute(
+                self._q("UPDATE runs SET ended_at = ?, dropped = ?, undelivered = ? WHERE id = ?"),
+                (time.time(), *counts, run_id),
+            )
+            if cur.rowcount == 0:
+                raise StoreError(f"unknown run id {run_id!r}")
+
+    def runs(self, kind: str | None = None) -> list[RunRow]:
+        """The runs, oldest first, optionally of one kind."""
+        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered FROM runs"
+        params: tuple = ()
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            params = (kind,)
+        rows = self._read(self._q(sql + " ORDER BY started_at, id"), params)
+        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6]) for r in rows]
+
+    def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete a run with its events and metric rows; returns how many rows each table lost."""
+        return self._delete_runs([run_id])
+
+    def prune(self, *, older_than: float | None = None, keep_runs: int | None = None) -> dict[str, int]:
+        """Delete old runs with their events and metric rows; learned scores and parameters stay.
+
+        :param older_than: delete runs that started more than this many seconds ago.
+        :param keep_runs: keep only this many most recent runs.
+        :return: rows deleted per table (graph snapshots no remaining event refers to included).
+        """
+        if older_than is None and keep_runs is None:
+            raise StoreError("prune needs older_than or keep_runs (it never deletes everything by default)")
+        if older_than is not None and (not isinstance(older_than, int | float) or not older_than >= 0):
+            raise StoreError(f"older_than must be a number of seconds >= 0, got {older_than!r}")
+        if keep_runs is not None and (
+            isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0
+        ):
+            raise StoreError(f"keep_runs must be a whole number >= 0, got {keep_runs!r}")
+        runs = self.runs()  # oldest first
+        doomed = set()
+        if older_than is not None:
+            cutoff = time.time() - older_than
+            doomed |= {r.id for r in runs if r.started_at < cutoff}
+        if keep_runs is not None:
+            doomed |= {r.id for r in runs[: max(0, len(runs) - keep_runs)]}
+        return self._delete_runs(sorted(doomed))
+
+    def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
+        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
+        with self._tx() as conn:
+            for run_id in run_ids:
+                out["events"] += conn.execute(
+                    self._q("DELETE FROM events WHERE run_id = ?"), (run_id,)
+                ).rowcount
+                out["metrics"] += conn.execute(
+                    self._q("DELETE FROM metrics WHERE run_id = ?"), (run_id,)
+                ).rowcount
+                out["runs"] += conn.execute(self._q("DELETE FROM runs WHERE id = ?"), (run_id,)).rowcount
+            out["blobs"] = conn.execute(
+                "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.blob = blobs.hash)"
+            ).rowcount
+        return out
+
+    # ------------------------------------------------------------------ rows written alike
+
+    @staticmethod
+    def _event_row(event: Event, run_id: str | None, ts: float) -> tuple:
+        if not isinstance(event, Event):
+            raise StoreError(f"record_event expects a triage event, got {type(event).__name__}")
+        try:
+            text = event.to_json()
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
+        blob = None
+        if event.kind in DEDUPLICATED_KINDS:
+            blob = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return (
+            run_id,
+            event.kind,
+            getattr(event, "framework", None),
+            getattr(event, "query_id", None),
+            ts,
+            "" if blob else text,
+            blob,
+            text,
+        )
+
+    @staticmethod
+    def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:
+        if not isinstance(row, MetricRow):
+            raise StoreError(f"record_metrics expects MetricRow items, got {type(row).__name__}")
+        details = _dumps(dict(row.details), f"details of metric {row.name!r}", allow_nan=True)
+        return (
+            row.run_id if row.run_id is not None else run_id,
+            row.scope,
+            row.scope_id,
+            row.name,
+            row.value,
+            row.reason,
+            row.n,
+            row.framework,
+            row.retriever,
+            details,
+            now if row.ts is None else _finite(row.ts, "MetricRow.ts"),
+        )
+
+    # ------------------------------------------------------------------ events
+
+    def events(
+        self,
+        kind: str | type[Event] | None = None,
+        run_id: str | None = None,
+        *,
+        framework: str | None = None,
+        query_id: str | None = None,
+    ) -> Iterator[Event]:
+        """The stored events in recording order, rebuilt with :func:`triage_plugins.contract.events.from_json`.
+
+        Filters combine with AND. Rows are read in pages, so iterating a large store is cheap.
+        """
+        if isinstance(kind, type):
+            kind = getattr(kind, "kind", None)
+        if kind is not None and kind not in EVENT_TYPES:
+            raise StoreError(f"unknown event kind {kind!r}; expected one of {sorted(EVENT_TYPES)}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("kind", kind),
+            ("run_id", run_id),
+            ("framework", framework),
+            ("query_id", query_id),
+        ):
+            if value is not None:
+                where.append(f"e.{column} = ?")
+                params.append(value)
+        return self._iter_events(" AND ".join(["e.id > ?", *where]), params)
+
+    def _iter_events(self, where: str, params: list[Any]) -> Iterator[Event]:
+        last = 0
+        sql = self._q(f"{_EVENT_SQL}{where} ORDER BY e.id LIMIT {PAGE}")
+        while True:
+            rows = self._read(sql, [last, *params])
+            for row_id, text in rows:
+                yield self._rebuild(row_id, text)
+            if len(rows) < PAGE:
+                return
+            last = rows[-1][0]
+
+    def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
+        """The most recently recorded event of ``kind`` for one query (one indexed lookup), or ``None``."""
+        sql = f"{_EVENT_SQL}e.query_id = ? AND e.kind = ?"
+        params: list[Any] = [query_id, kind]
+        if framework is not None:
+            sql += " AND e.framework = ?"
+            params.append(framework)
+        rows = self._read(self._q(sql + " ORDER BY e.id DESC LIMIT 1"), params)
+        return self._rebuild(*rows[0]) if rows else None
+
+    @staticmethod
+    def _rebuild(row_id: int, text: str) -> Event:
+        try:
+            return from_json(text)
+        except EventError as exc:
+            raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
+
+    # ------------------------------------------------------------------ scores, params, counts
+
+    def scores_changed_at(self, unit: str) -> float | None:
+        """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""
+        rows = self._read(self._q("SELECT max(updated_at) FROM scores WHERE unit = ?"), (unit,))
+        return None if rows[0][0] is None else float(rows[0][0])
+
+    def get_param(self, name: str, default: Any = None) -> Any:
+        """A stored parameter's JSON value, or ``default`` when it was never set."""
+        rows = self._read(self._q("SELECT value FROM params WHERE name = ?"), (name,))
+        return json.loads(rows[0][0]) if rows else default
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table: runs, events, metrics, scores, params, blobs."""
+        return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}
