@@ -10,7 +10,11 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-for var in ("TRIAGE_DISABLE_PLUGINS", "TRIAGE_TRACE_PLUGINS", "TRIAGE_SYNC", "TRIAGE_STORE"):
+# A store or a trace exporter configured on this machine must not receive the tests' events.
+for var in (
+    "TRIAGE_DISABLE_PLUGINS", "TRIAGE_TRACE_PLUGINS", "TRIAGE_SYNC", "TRIAGE_STORE", "TRIAGE_STORE_URL",
+    "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+):  # fmt: skip
     os.environ.pop(var, None)
 
 #: Real KGQA data shipped beside the repository (never copied into it).

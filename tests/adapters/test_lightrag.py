@@ -52,17 +52,6 @@ MODES = ("local", "global", "hybrid", "mix", "naive")
 
 
 @pytest.fixture(scope="module")
-def loop():
-    loop = asyncio.new_event_loop()
-    yield loop
-    pending = asyncio.all_tasks(loop)  # LightRAG's LLM/embedding queue workers
-    for task in pending:
-        task.cancel()
-    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-    loop.close()
-
-
-@pytest.fixture(scope="module")
 def world():
     return generate_world(
         0, n_people=10, n_organisations=3, n_cities=4, n_countries=2, n_films=5, n_documents=8, n_questions=10
