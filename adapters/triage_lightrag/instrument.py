@@ -60,24 +60,21 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack
 
-from triage_lightrag.reweight import identity_ranking, order_relations, rank_chunks, rank_edges
+from triage_lightrag.ingestion import IngestionHooks
+from triage_lightrag.persist import ScorePersistence
+from triage_lightrag.ranking import RankingHooks
 from triage_lightrag.translate import (
     FRAMEWORK,
-    SCORE_ATTRIBUTE,
-    extraction_event,
-    graph_view,
     pin_keywords,
     query_mentions,
     reroute,
     retrieval_event,
     snapshot,
-    stored_scores,
 )
 from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
-from triage_plugins.adapter_kit.logprobs import lookup_logprobs
 from triage_plugins.adapter_kit.lru import LRU
 from triage_plugins.contract.errors import ConfigError, TriageError
-from triage_plugins.contract.events import FeedbackEvent, GateDecision, GenerationEvent, GraphEvent
+from triage_plugins.contract.events import FeedbackEvent, GateDecision, GenerationEvent
 
 if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
@@ -101,7 +98,6 @@ GRAPH_EDITS = (
     "amerge_entities",
     "ainsert_custom_kg",
 )
-_warned: set[str] = set()
 
 
 class UnknownQueryError(TriageError, LookupError):
@@ -148,7 +144,7 @@ def host_wait(budget: Any) -> float | None:
     return max(1.0, 4.0 * budget.seconds)
 
 
-class LightRAGInstrumentor(Instrumentor):
+class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instrumentor):
     """Instrumentor of one ``LightRAG`` instance (see the module docstring and the kit's base)."""
 
     framework = FRAMEWORK
@@ -348,11 +344,6 @@ class LightRAGInstrumentor(Instrumentor):
         on the delivery worker); ``None`` when the gate is off or has not decided yet."""
         return self._decisions.get(query_id)
 
-    def _emit_feedback(self, event: FeedbackEvent) -> None:
-        with self._lock:
-            self._dirty.update({tid: (a, b) for tid, a, b in self._recent.get(event.query_id, ())})
-        super()._emit_feedback(event)
-
     def _release_held(self, query_id: str) -> None:
         issued = self._issued.get(query_id)
         if issued is None:
@@ -362,169 +353,6 @@ class LightRAGInstrumentor(Instrumentor):
             held, issued.held = issued.held, []
         for event in held:
             self._defer("feedback event", self._emit_feedback, event)
-
-    async def apersist(self) -> int:
-        """Write learned triple scores to the graph as the ``triage_score`` edge attribute.
-
-        Only edges retrieved by queries that received feedback since the last call are written
-        (``upsert_edge`` merges the attribute, so it survives re-extraction of the edge); the graph
-        is then committed (``index_done_callback``). Returns the number of edges written.
-        """
-        if self.unit != "triple":
-            return 0
-        await asyncio.to_thread(self.flush)
-        with self._lock:
-            dirty, self._dirty = self._dirty, {}
-        if not dirty:
-            return 0
-        scores = self.manager.learned_scores(self.unit, sorted(dirty))
-        graph = self.rag.chunk_entity_relation_graph
-        written = 0
-        for tid, raw in scores.items():
-            a, b = dirty[tid]
-            if not await graph.has_edge(a, b):
-                continue
-            await graph.upsert_edge(a, b, {SCORE_ATTRIBUTE: float(raw)})
-            written += 1
-        if written:
-            await graph.index_done_callback()
-        return written
-
-    async def aflush(self) -> int:
-        """:meth:`flush`, then :meth:`apersist` (returns the number of edges written)."""
-        await asyncio.to_thread(self.flush)
-        return await self.apersist()
-
-    # ------------------------------------------------------------------ ingestion: extraction + graph
-
-    def _make_doc_status_upsert(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """Note each document LightRAG marks ``processed`` (every ingestion route writes it here)."""
-
-        async def upsert(data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-            result = await original(data, *args, **kwargs)
-            try:
-                self._note_processed(data)
-            except Exception as exc:  # noqa: BLE001
-                self._failed("reading document status", exc)
-            return result
-
-        return upsert
-
-    def _note_processed(self, data: Any) -> None:
-        if not isinstance(data, dict):
-            return
-        for doc_id, row in data.items():
-            if (
-                not isinstance(row, dict)
-                or str(getattr(row.get("status"), "value", row.get("status"))) != "processed"
-            ):
-                continue
-            chunks = tuple(c for c in row.get("chunks_list") or () if isinstance(c, str) and c)
-            with self._lock:
-                self._processed[str(doc_id)] = (str(row.get("track_id") or doc_id), chunks)
-
-    def _make_process(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """``apipeline_process_enqueue_documents``: after it, the processed chunks' extraction
-        events and a graph event (``ainsert``/``insert`` and the server's uploads all end here)."""
-
-        async def apipeline_process_enqueue_documents(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return await original(*args, **kwargs)
-            finally:
-                try:
-                    await self._after_processing()
-                except Exception as exc:  # noqa: BLE001
-                    self._failed("post-ingestion events", exc)
-
-        return apipeline_process_enqueue_documents
-
-    def _make_graph_edit(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        """A deletion or an entity/relation edit: the graph event follows the live graph."""
-
-        async def edit(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return await original(*args, **kwargs)
-            finally:
-                self._graph_stale = True
-                try:
-                    await self._refresh_graph()
-                except Exception as exc:  # noqa: BLE001
-                    self._failed("graph event after an edit", exc)
-
-        return edit
-
-    async def _after_processing(self) -> None:
-        from lightrag.utils import normalize_entity_name
-
-        with self._lock:
-            processed, self._processed = self._processed, {}
-        rag = self.rag
-        temperature = (rag.llm_model_kwargs or {}).get("temperature")
-        model = str(rag.llm_model_name)
-        for track_id, chunk_ids in processed.values():
-            records = await rag.text_chunks.get_by_ids(list(chunk_ids)) if chunk_ids else []
-            for cid, record in zip(chunk_ids, records, strict=False):
-                completions = await self._completions(cid, record) if record else None
-                if completions is None:
-                    continue
-                # parsing the completions is CPU work: done on the delivery worker
-                self._defer(
-                    "extraction event", self._emit_extraction, track_id, cid, dict(record), completions,
-                    normalize_entity_name, model, temperature,
-                )  # fmt: skip
-        if processed or self._graph_stale:
-            await self._refresh_graph()
-
-    def _emit_extraction(
-        self, run_id: str, cid: str, record: dict[str, Any], completions: list[str],
-        normalize: Callable[[str], str], model: str, temperature: Any,
-    ) -> None:  # fmt: skip
-        event = extraction_event(
-            run_id, cid, record, completions, normalize=normalize, logprobs_of=lookup_logprobs,
-            model=model, temperature=temperature,
-        )  # fmt: skip
-        self.manager.emit_extraction(event)
-
-    async def _completions(self, chunk_id: str, record: dict[str, Any]) -> list[str] | None:
-        """The raw extraction completions LightRAG cached for one chunk (``None``: none cached)."""
-        cache_ids = list(record.get("llm_cache_list") or ())
-        if not cache_ids:
-            if "no-extract-cache" not in _warned:
-                _warned.add("no-extract-cache")
-                log.warning(
-                    "triage_lightrag: chunk %s has no cached extraction (enable_llm_cache_for_entity_extract "
-                    "is off?); no extraction event for it",
-                    chunk_id,
-                )
-            return None
-        entries = await self.rag.llm_response_cache.get_by_ids(cache_ids)
-        return [
-            e["return"]
-            for e in entries
-            if e and e.get("cache_type") == "extract" and isinstance(e.get("return"), str)
-        ]
-
-    async def _refresh_graph(self) -> None:
-        graph = self.rag.chunk_entity_relation_graph
-        nodes, edges = await graph.get_all_nodes(), await graph.get_all_edges()
-        # the view and the grounder's gazetteer are CPU work: keep them off the event loop
-        view, grounder = await asyncio.to_thread(_view_and_grounder, nodes, edges)
-        self._view = view
-        self._grounder = grounder
-        self._graph_stale = False
-        self._guard("graph event", self.manager.emit_graph, GraphEvent(FRAMEWORK, view))
-        if self.reweight and self.unit == "triple":
-            stored = stored_scores(edges)  # a restarted deployment keeps what it learned
-            if stored:
-                self._guard("score seeding", self.manager.seed_scores, self.unit, stored)
-
-    async def _ensure_graph(self) -> None:
-        if self._graph_stale:
-            try:
-                await self._refresh_graph()
-            except Exception as exc:  # noqa: BLE001
-                self._graph_stale = False
-                self._failed("reading the graph", exc)
 
     # ------------------------------------------------------------------ queries
 
@@ -715,104 +543,6 @@ class LightRAGInstrumentor(Instrumentor):
             GenerationEvent(FRAMEWORK, qid, answer, mentions, grounding, None, seconds, context)  # type: ignore[arg-type]
         )
 
-    # ------------------------------------------------------------------ counting and ranking knobs
-
-    def _ask(self, state: _QueryState) -> Callable[[str, Sequence[str], Sequence[float]], list[float] | None]:
-        return lambda unit, ids, relevance: self._priorities(
-            state.query, unit, ids, relevance, state.query_id
-        )
-
-    def _make_entities_query(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def query(*args: Any, **kwargs: Any) -> Any:
-            results = await original(*args, **kwargs)
-            state = self._state.get()
-            if state is not None and results:
-                state.entities_scored += len(results)
-            return results
-
-        return query
-
-    def _make_relationships_query(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        reorder = self.reweight and self.unit == "triple"
-
-        async def query(*args: Any, **kwargs: Any) -> Any:
-            results = await original(*args, **kwargs)
-            state = self._state.get()
-            if state is None or not results:
-                return results
-            state.relations_scored += len(results)
-            if not reorder:
-                return results
-            ordered = await self._off_loop("global reweighting", order_relations, results, self._ask(state))
-            return results if ordered is None else ordered
-
-        return query
-
-    def _make_edge_degrees(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def edge_degrees_batch(edge_pairs: list[tuple[str, str]], *args: Any, **kwargs: Any) -> Any:
-            degrees = await original(edge_pairs, *args, **kwargs)
-            state = self._state.get()
-            if state is None or not edge_pairs:
-                return degrees
-            ranked = await self._off_loop(
-                "local reweighting", rank_edges, list(edge_pairs), degrees, self._ask(state)
-            )
-            return degrees if ranked is None else ranked
-
-        return edge_degrees_batch
-
-    def _make_chunk_reader(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def get_by_ids(ids: list[str], *args: Any, **kwargs: Any) -> Any:
-            records = await original(ids, *args, **kwargs)
-            state = self._state.get()
-            if state is not None and records:
-                for cid, record in zip(ids, records, strict=False):
-                    if isinstance(record, dict) and isinstance(record.get("content"), str):
-                        state.chunk_ids.setdefault(record["content"], cid)
-            return records
-
-        return get_by_ids
-
-    def _make_chunk_vdb(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        async def query(*args: Any, **kwargs: Any) -> Any:
-            results = await original(*args, **kwargs)
-            state = self._state.get()
-            if state is not None and results:
-                for r in results:
-                    if isinstance(r.get("content"), str) and r.get("id"):
-                        state.chunk_ids.setdefault(r["content"], str(r["id"]))
-            return results
-
-        return query
-
-    def _make_rerank(self, user_rerank: Callable[..., Any] | None) -> Callable[..., Any]:
-        """LightRAG's ``rerank_model_func`` contract: ``(query, documents, top_n) -> [{index, relevance_score}]``."""
-
-        async def rerank_model_func(
-            query: str, documents: list[str], top_n: int | None = None, **kwargs: Any
-        ) -> Any:
-            n = len(documents)
-            base = None
-            if user_rerank is not None:
-                base = await user_rerank(query=query, documents=documents, top_n=n, **kwargs)
-            state = self._state.get()
-            ranked = None
-            if state is not None and n:
-                ranked = await self._off_loop(
-                    "chunk reweighting",
-                    rank_chunks,
-                    documents,
-                    base,
-                    state.chunk_ids,
-                    self._ask(state),
-                    top_n,
-                )
-            if ranked is not None:
-                return ranked
-            return base if base is not None else identity_ranking(n, top_n)
-
-        return rerank_model_func
-
 
 # ---------------------------------------------------------------------------- helpers
 
@@ -823,18 +553,6 @@ def _param(param: Any) -> Any:
     from lightrag import QueryParam
 
     return QueryParam()
-
-
-def _view_and_grounder(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> tuple[GraphView, Any]:
-    from triage_plugins.kg.grounding import shared_grounder
-
-    view = graph_view(nodes, edges)
-    try:
-        grounder = shared_grounder(view)
-    except Exception as exc:  # noqa: BLE001 - without a grounder, mentions are LightRAG's keywords
-        log.warning("triage_lightrag: no grounder for this graph (%s: %s)", type(exc).__name__, exc)
-        grounder = None
-    return view, grounder
 
 
 def instrument(rag: Any, **options: Unpack[InstrumentOptions]) -> LightRAGInstrumentor:

@@ -568,6 +568,16 @@ def _lost_note(runs: list, dropped: int, undelivered: int) -> str:
     )
 
 
+def _graph_metrics(store: Store, since: float | None) -> dict[str, dict[str, MetricResult]]:
+    """Graph-scope metric rows by graph id (a later row of a metric replaces an earlier one)."""
+    graph: dict[str, dict[str, MetricResult]] = {}
+    for row in store.metrics(scope="graph"):
+        if since is not None and (row.ts or 0.0) < since:
+            continue
+        graph.setdefault(row.scope_id, {})[row.name] = _result(row)
+    return graph
+
+
 def build_store_report(
     store: Store,
     *,
@@ -620,12 +630,6 @@ def build_store_report(
             "no per-query metric rows" + (" since the given time" if since else "") + " in this store"
         )
 
-    graph: dict[str, dict[str, MetricResult]] = {}
-    for row in store.metrics(scope="graph"):
-        if since is not None and (row.ts or 0.0) < since:
-            continue
-        graph.setdefault(row.scope_id, {})[row.name] = _result(row)
-
     runs = store.runs()
     dropped = sum(r.dropped for r in runs)
     undelivered = sum(r.undelivered for r in runs)
@@ -639,7 +643,7 @@ def build_store_report(
         counts=store.counts(),
         runs=len(runs),
         groups=groups,
-        graph=graph,
+        graph=_graph_metrics(store, since),
         scores=_score_units(store, since, top_scores),
         notes=notes,
         thresholds={m: theta[m] for m in CHAIN_METRICS},
