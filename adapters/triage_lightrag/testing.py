@@ -29,6 +29,7 @@ from triage_lightrag.offline import scripted_extractor
 from triage_plugins.adapter_kit.logprobs import LogprobText, capture_logprobs
 from triage_plugins.offline.context_reader import answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
+from triage_plugins.offline.keywords import query_names
 
 __all__ = [
     "ByteTokenizer",
@@ -39,7 +40,6 @@ __all__ = [
     "offline_tokenizer",
 ]
 
-_NAME = re.compile(r"[A-Z0-9][\w'&-]*(?: [A-Z0-9][\w'&-]*)*")
 _WORD = re.compile(r"\b[a-z]{4,}\b")
 _STOP = frozenset(
     re.findall(
@@ -80,7 +80,7 @@ def hashing_embedding(dim: int = 128) -> Any:
 
 
 def _query_keywords(query: str) -> dict[str, list[str]]:
-    low = list(dict.fromkeys(m.group() for m in _NAME.finditer(query) if m.group().lower() not in _STOP))
+    low = [name for name in query_names(query) if name.lower() not in _STOP]  # one rule for every stand-in
     high = list(dict.fromkeys(w for w in _WORD.findall(query) if w not in _STOP))
     return {"high_level_keywords": high, "low_level_keywords": low}
 

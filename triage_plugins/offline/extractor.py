@@ -2,7 +2,9 @@
 
 Each sentence is matched against the verbalization templates of
 :mod:`triage_plugins.offline.templates` (the regular expressions are derived from the very patterns
-the generator renders), so everything the generator wrote is read back. Surface forms are kept as
+the generator renders), so everything the generator wrote is read back; a sentence of no world
+template is tried as a KB fact (``"The place of birth of X is Y."``, the sentences of a KB-derived
+corpus such as ``triage compare --corpus pq-2h``). Surface forms are kept as
 written: an alias stays an alias ("Chris Nolan"), because canonicalization is a later stage whose
 quality TRIAGE measures. Outdated sentences ("formerly worked for X") are read as the same predicate
 with ``qualifier="former"``, so the conflict with the current fact reaches the graph, as it does with
@@ -14,12 +16,13 @@ A rule-based extractor has no token log-probabilities: every :class:`ExtractedTr
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
 
 from triage_plugins.contract.events import Chunk, ExtractedTriple, ExtractionEvent, Triple
-from triage_plugins.offline.templates import TEMPLATES, Template
+from triage_plugins.offline.templates import KB_ENTITY_TYPE, TEMPLATES, Template, match_kb_fact
 
 __all__ = [
     "MODEL_NAME",
@@ -80,7 +83,16 @@ def _match(sentence: str) -> tuple[Template, str, str] | None:
         found = template.match(sentence)
         if found is not None:
             return template, found[0], found[1]
+    fact = match_kb_fact(sentence)  # "The <relation> of <S> is <O>." (a KB-derived corpus)
+    if fact is not None:
+        subject, predicate, obj = fact
+        return _kb_template(predicate), subject, obj
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _kb_template(predicate: str) -> Template:
+    return Template(predicate, "The {p} of {s} is {o}.", KB_ENTITY_TYPE, KB_ENTITY_TYPE)
 
 
 def extract_records(text: str) -> list[Record]:

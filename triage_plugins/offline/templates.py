@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
+    "KB_ENTITY_TYPE",
     "RELATIONS",
     "TEMPLATES",
     "NOISE_PREDICATES",
     "RelationSpec",
     "Template",
+    "match_kb_fact",
+    "render_kb_fact",
     "templates_for",
 ]
 
@@ -152,3 +155,22 @@ TEMPLATES: tuple[Template, ...] = tuple(
 def templates_for(predicate: str, kind: StatementKind = "fact") -> tuple[Template, ...]:
     """The templates of ``predicate`` of the given kind, in table order."""
     return tuple(t for t in TEMPLATES if t.predicate == predicate and t.kind == kind)
+
+
+# --------------------------------------------------------------------------- KB facts
+
+#: The type of an entity read from a KB-fact sentence (a KB such as PathQuestion's is untyped).
+KB_ENTITY_TYPE = "Entity"
+_KB_FACT = re.compile(rf"The (?P<p>{LOWER_PHRASE}) of (?P<s>{NAME}) is (?P<o>{NAME})\.")
+
+
+def render_kb_fact(subject: str, predicate: str, obj: str) -> str:
+    """The sentence stating a KB triple: ``"The place of birth of X is Y."`` (``predicate`` in
+    lower-case snake case, ``subject`` and ``obj`` names as the module docstring defines them)."""
+    return f"The {predicate.replace('_', ' ')} of {subject} is {obj}."
+
+
+def match_kb_fact(sentence: str) -> tuple[str, str, str] | None:
+    """``(subject, predicate, object)`` of a :func:`render_kb_fact` sentence, else ``None``."""
+    m = _KB_FACT.fullmatch(sentence)
+    return None if m is None else (m.group("s"), m.group("p").replace(" ", "_"), m.group("o"))
