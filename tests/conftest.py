@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,3 +67,42 @@ def install_plugin(tmp_path: Path):
 
     yield install
     uninstall()
+
+
+class LocalServers:
+    """Helpers for tests that start a real server process on 127.0.0.1 (fixture ``local_servers``)."""
+
+    @staticmethod
+    def free_port() -> int:
+        """A TCP port free on 127.0.0.1 right now."""
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    @staticmethod
+    def wait_http(proc: Any, url: str, log: Path, seconds: float, what: str = "server") -> None:
+        """Poll ``GET url`` until it answers 200; fail with the log's tail if ``proc`` exits or
+        ``seconds`` pass first."""
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"{what} exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                if httpx.get(url, timeout=max(0.2, min(1.0, deadline - time.monotonic()))).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        pytest.fail(f"{what} did not answer {url} within {seconds:.0f} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def local_servers() -> type[LocalServers]:
+    """:class:`LocalServers`: a free local port, and waiting for a started server to answer."""
+    return LocalServers

@@ -12,11 +12,6 @@ from triage_plugins.contract.errors import DatasetError
 from triage_plugins.offline.extractor import extract_chunk, extract_records
 from triage_plugins.offline.templates import render_kb_fact
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(
-    not (DATA / "pathquestion" / "PQ-2H.txt").is_file(), reason=f"PathQuestion data not found under {DATA}"
-)
-
 
 def test_kb_fact_sentences_read_back() -> None:
     text = render_kb_fact("Ada Of Lind-Berg", "place_of_birth", "New York") + " Ada Lind is married to Bo."
@@ -33,9 +28,8 @@ def test_display_names() -> None:
     assert display_name("&_co") is None  # would not read back as a name
 
 
-@needs_data
-def test_every_gold_path_is_in_the_documents() -> None:
-    corpus = pathquestion_corpus("pq-2h", n_questions=80, n_documents=120, root=DATA)
+def test_every_gold_path_is_in_the_documents(shared_data: Path) -> None:
+    corpus = pathquestion_corpus("pq-2h", n_questions=80, n_documents=120, root=shared_data)
     assert len(corpus.questions) == 80
     assert len(corpus.chunks) >= 120
     extracted = {t.triple.id for chunk in corpus.chunks for t in extract_chunk(chunk)}
@@ -47,11 +41,10 @@ def test_every_gold_path_is_in_the_documents() -> None:
         assert gold_hit(q.gold.answers[0].upper(), q.gold)  # the one gold-hit rule ignores casing
 
 
-@needs_data
-def test_same_seed_same_corpus_other_seed_other_questions() -> None:
-    a = pathquestion_corpus("pq-2h", seed=1, n_questions=30, n_documents=50, root=DATA)
-    b = pathquestion_corpus("pq-2h", seed=1, n_questions=30, n_documents=50, root=DATA)
-    c = pathquestion_corpus("pq-2h", seed=2, n_questions=30, n_documents=50, root=DATA)
+def test_same_seed_same_corpus_other_seed_other_questions(shared_data: Path) -> None:
+    a = pathquestion_corpus("pq-2h", seed=1, n_questions=30, n_documents=50, root=shared_data)
+    b = pathquestion_corpus("pq-2h", seed=1, n_questions=30, n_documents=50, root=shared_data)
+    c = pathquestion_corpus("pq-2h", seed=2, n_questions=30, n_documents=50, root=shared_data)
     assert a == b
     assert [q.id for q in a.questions] != [q.id for q in c.questions]
 

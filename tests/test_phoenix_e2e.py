@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,7 +26,6 @@ pytest.importorskip("opentelemetry.sdk.trace", reason="needs triage-plugins[otel
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="needs triage-plugins[otel]")
 pytest.importorskip("phoenix.client", reason="needs triage-plugins[phoenix] (arize-phoenix-client)")
 
-import httpx  # noqa: E402
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
@@ -60,20 +58,14 @@ def _phoenix_python() -> str | None:
     return str(beside) if beside.exists() else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def phoenix(tmp_path_factory):
+def phoenix(tmp_path_factory, local_servers):
     """The base URL of a Phoenix server started for this module (killed at the end)."""
     python = _phoenix_python()
     if python is None:
         pytest.skip("arize-phoenix (the server) is not installed: set TRIAGE_PHOENIX_PYTHON or .venv-phoenix")
     work = tmp_path_factory.mktemp("phoenix")
-    port, grpc = _free_port(), _free_port()
+    port, grpc = local_servers.free_port(), local_servers.free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))},
         "PHOENIX_WORKING_DIR": str(work),
@@ -90,25 +82,11 @@ def phoenix(tmp_path_factory):
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(proc, url, work / "server.log")
+        local_servers.wait_http(proc, f"{url}/healthz", work / "server.log", START_TIMEOUT, "phoenix")
         yield url
     finally:
         _stop(proc)
         log.close()
-
-
-def _wait_healthy(proc: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"phoenix exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"phoenix did not answer within {START_TIMEOUT:.0f} s:\n{log.read_text()[-3000:]}")
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,12 +37,6 @@ DOC = "Christopher Nolan directed Inception. Inception was released in 2010. Chr
 MODES = ("local", "global", "hybrid", "mix", "naive", "hybrid")  # 6 queries
 EXTRA_PAIRS = 10
 BUDGET = 80.0  # seconds for the whole test, start to stop
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Deadline:
@@ -85,9 +78,9 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tmp_path):
+def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tmp_path, local_servers):
     deadline = Deadline(BUDGET)
-    port = _free_port()
+    port = local_servers.free_port()
     store_path = tmp_path / "triage.sqlite"
     env = {
         **os.environ,
@@ -110,7 +103,7 @@ def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tm
             start_new_session=True,
         )  # fmt: skip
         try:
-            ids, query_from = _drive(base, proc, deadline, log_path)
+            ids, query_from = _drive(base, proc, deadline, log_path, local_servers)
         finally:
             stop(proc)
     text = log_path.read_text()
@@ -136,18 +129,10 @@ def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tm
 
 
 def _drive(
-    base: str, proc: subprocess.Popen[bytes], deadline: Deadline, log: Path
+    base: str, proc: subprocess.Popen[bytes], deadline: Deadline, log: Path, servers: Any
 ) -> tuple[list[str], list[str]]:
     """Wait for the server, upload, query once per mode, post feedback for each id."""
-    while True:
-        assert proc.poll() is None, log.read_text()[-3000:]
-        try:
-            if request("GET", f"{base}/health", deadline).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        deadline.check("server start", log)
-        time.sleep(0.25)
+    servers.wait_http(proc, f"{base}/health", log, deadline.left(), "lightrag-gunicorn")
     r = request("POST", f"{base}/documents/text", deadline, json={"text": DOC, "file_source": "a.txt"})
     assert r.status_code == 200, r.text
     track = r.json()["track_id"]

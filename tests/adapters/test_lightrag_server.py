@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -219,16 +218,10 @@ def test_options_from_flags_and_env():
         ServerOptions.from_env({"TRIAGE_REWEIGHT": "maybe"})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_a_real_uvicorn_process(tmp_path):
+def test_a_real_uvicorn_process(tmp_path, local_servers):
     import httpx
 
-    port = _free_port()
+    port = local_servers.free_port()
     env = {**os.environ, "TRIAGE_LIGHTRAG_FUNCS": FUNCS, "TRIAGE_STORE_URL": str(tmp_path / "t.sqlite")}
     cmd = [
         sys.executable, "-m", "triage_lightrag.server", "--host", "127.0.0.1", "--port", str(port),
@@ -239,16 +232,7 @@ def test_a_real_uvicorn_process(tmp_path):
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.25)
+        local_servers.wait_http(proc, f"{base}/health", tmp_path / "server.log", 60, "triage-lightrag-server")
         with httpx.Client(base_url=base, timeout=20) as c:
             upload(c, DOCS[0], "a.txt")
             r = c.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
