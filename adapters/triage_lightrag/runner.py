@@ -23,7 +23,11 @@ class LightRAGRunner(Runner):
     requires = ("lightrag", "lightrag", "lightrag-hku")
     # enable_rerank=False changes nothing here: with no reranker configured LightRAG skips reranking
     setups = {
-        mode: Setup(f"framework default: QueryParam(mode={mode!r}), no reranker configured") for mode in modes
+        mode: Setup(
+            f"framework default: QueryParam(mode={mode!r}), no reranker configured "
+            "(documents inserted one at a time, for a reproducible graph order)"
+        )
+        for mode in modes
     }
 
     def _run(self, job: RunJob) -> None:
@@ -41,7 +45,15 @@ class LightRAGRunner(Runner):
             if quiet:  # LightRAG sets INFO on its own logger at import and again at init
                 logging.getLogger("lightrag").setLevel(logging.WARNING)
             # a fresh workspace per run: LightRAG keeps per-workspace state in process-wide storage
-            rag = await build_rag(tmp, [], insert=False, workspace=f"compare-{mode}-{uuid.uuid4().hex[:8]}")
+            # one document at a time: with LightRAG's default of 2 in parallel, the order in which
+            # entities and edges enter the graph (and so local mode's ties) varies run to run
+            rag = await build_rag(
+                tmp,
+                [],
+                insert=False,
+                workspace=f"compare-{mode}-{uuid.uuid4().hex[:8]}",
+                max_parallel_insert=1,
+            )
             if quiet:
                 logging.getLogger("lightrag").setLevel(logging.WARNING)
             inst = instrument(rag, manager=job.manager, reweight=job.feedback_rounds > 0)

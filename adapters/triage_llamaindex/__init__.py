@@ -9,16 +9,18 @@ Observe::
         docs, kg_extractors=[TriageLLMPathExtractor(llm=llm), TriageExtractionTap()])
     with inst.query() as qid:                          # or instrument_tags({"query_id": ...})
         response = index.as_query_engine().query("Who directed Inception?")
-    inst.feedback(qid, 1.0)
+    inst.feedback(qid, 1.0)                            # with reweight=True: learned before it returns
 
-Improve: add ``TriagePostprocessor()`` to ``node_postprocessors``, or use
-``TriageLLMSynonymRetriever`` / ``TriageVectorContextRetriever`` as sub-retrievers, with
-``TriageConfig(reweight=True)`` so the feedback learner answers ``triage_rerank``.
+Improve: ``instrument(store=..., reweight=True)`` (or ``TriageConfig(reweight=True)``) so the
+feedback learner answers ``triage_rerank``, then add ``TriagePostprocessor()`` to
+``node_postprocessors`` (LlamaIndex's defaults, ``include_text=True`` and streaming included), or use
+``TriageLLMSynonymRetriever`` / ``TriageVectorContextRetriever`` as sub-retrievers.
 
 The modules follow the adapter skeleton: :mod:`~triage_llamaindex.instrument` (the instrumentor),
 :mod:`~triage_llamaindex.translate` (LlamaIndex objects -> events), :mod:`~triage_llamaindex.reweight`
-(priorities -> LlamaIndex's ranking), plus :mod:`~triage_llamaindex.extraction` (the components a
-user adds to ``kg_extractors``). LlamaIndex is imported lazily: importing this package (or its
+(priorities -> LlamaIndex's ranking), :mod:`~triage_llamaindex.answers` (generation events, streamed
+ones included, and feedback), plus :mod:`~triage_llamaindex.extraction` (the components a user adds
+to ``kg_extractors``). LlamaIndex is imported lazily: importing this package (or its
 entry-point module ``plugin``) imports nothing from ``llama_index``.
 """
 

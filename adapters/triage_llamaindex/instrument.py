@@ -17,13 +17,21 @@ property graph store triplets              ``GraphEvent`` (each relation's own
                                            a new or changed store, or :meth:`emit_graph`
 ``RetrievalEndEvent`` of the outermost     ``RetrievalEvent`` (+ ``manager.gate`` when
   retriever of a span tree                   ``config.gate``): triplets parsed back from the
-                                           node texts; chunks = the chunks those triplets were
-                                           extracted from (relation provenance), or the nodes
-                                           themselves when they hold no triplet; no paths
-                                           (LlamaIndex returns flat triplets)
-``QueryEndEvent`` of the outermost query   ``GenerationEvent``
-``feedback(query_id, score)``              ``FeedbackEvent``
+                                           node texts; chunks = what the engine shows, in rank
+                                           order: the chunk an ``include_text`` node attaches,
+                                           a chunk node itself, and for a triplet-only node the
+                                           chunk its triplet was extracted from (relation
+                                           provenance); no paths (LlamaIndex returns flat
+                                           triplets)
+``QueryEndEvent`` of the outermost query   ``GenerationEvent`` (a streaming response: when its
+                                           stream has been read to the end)
+``feedback(query_id, score)``              ``FeedbackEvent`` (with reweighting on: learned
+                                           before it returns)
 ========================================  =====================================================
+
+Chunk ids are :func:`~triage_llamaindex.translate.chunk_key`: LlamaIndex's generated UUIDs become
+a hash of the chunk text (stable across rebuilds), ids the user set are kept. Provenance is scoped
+per store: a graph snapshot lists only chunks held by that store.
 
 Query ids: ``instrument_tags({"query_id": ...})`` when the caller sets it, else the id of the
 enclosing ``inst.query()`` block, else the id of the root span of the query's span tree (e.g.
@@ -39,20 +47,25 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Collection, Mapping
 from typing import Any, Unpack
 
+from triage_llamaindex.answers import AnswersMixin
 from triage_llamaindex.translate import (
+    TRIPLET_SOURCE_KEY,
     KnownGraph,
     build_known_graph,
+    chunk_key,
     graph_fingerprint,
-    node_chunks,
     parse_triples,
     retriever_name,
     retriever_store,
+    split_attached,
     store_of,
+    store_triplets,
     triple_logprobs,
+    triple_of,
 )
 from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
 from triage_plugins.adapter_kit.lru import LRU
@@ -63,7 +76,6 @@ from triage_plugins.contract.events import (
     ExtractedTriple,
     ExtractionEvent,
     GateDecision,
-    GenerationEvent,
     GraphEvent,
     RetrievalEvent,
     Subgraph,
@@ -90,10 +102,12 @@ def active_instrumentation() -> LlamaIndexInstrumentor | None:
     return _active
 
 
-class LlamaIndexInstrumentor(Instrumentor):
+class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
     """Instrumentor of LlamaIndex's root dispatcher (see the module docstring and the kit's base).
 
     :ivar decisions: query id -> the gate's decision for that query (most recent queries only).
+    :ivar unattributed: feedback this instrumentor could not tie to what it observed, per cause
+        (each cause is logged once; the event is still sent).
     """
 
     framework = FRAMEWORK
@@ -113,6 +127,9 @@ class LlamaIndexInstrumentor(Instrumentor):
         self._graphs: dict[int, tuple[Any, KnownGraph]] = {}
         self._default_store: Any = None
         self._query_graph: LRU[str, KnownGraph | None] = LRU(KEPT_QUERIES)
+        self._answered: LRU[str, bool] = LRU(KEPT_QUERIES)  # query id -> generation emitted
+        self._streaming: LRU[str, bool] = LRU(KEPT_QUERIES)  # query ids whose stream is unread
+        self.unattributed: Counter[str] = Counter()
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("llama-index-core >= 0.14, < 0.15",)
@@ -200,19 +217,43 @@ class LlamaIndexInstrumentor(Instrumentor):
         """The adapter's current snapshot of a store (rebuilt when the store changed; no event)."""
         return self._refresh_graph(store_of(index_or_store))
 
+    def query_graph(self, query_id: str) -> KnownGraph | None:
+        """The graph snapshot the retrieval of ``query_id`` was read against (recent queries only)."""
+        return self._query_graph.get(query_id)
+
     # ------------------------------------------------------------------ graph state
 
     def _build_graph(self, store: Any) -> KnownGraph:
-        known = build_known_graph(store, self._tap_sources)
-        known.extra["store"] = store
-        self._graphs[id(store)] = (store, known)
-        # the in-memory store keeps its chunks beside the entities: read their texts once here,
-        # not one store scan per query (other stores are read lazily, per missing chunk)
+        """Snapshot ``store``, its chunks read from the store itself (never another index's).
+
+        The in-memory store keeps its chunks beside the entities: all are read once here, not one
+        store scan per query; other stores are asked, in one call, for the chunks the triplets name.
+        """
+        triplets = store_triplets(store)
         nodes = getattr(getattr(store, "graph", None), "nodes", None)
         if isinstance(nodes, Mapping):
-            missing = [n.id for n in nodes.values() if hasattr(n, "text") and n.id not in self._chunks]
-            if missing:
-                self._load_chunks(store, missing)
+            wanted = [n.id for n in nodes.values() if hasattr(n, "text")]
+        else:
+            named: dict[str, None] = {}
+            for triplet in triplets:
+                own = triplet[1].properties.get(TRIPLET_SOURCE_KEY)
+                if isinstance(own, str) and own:
+                    named.setdefault(own)
+                for node_id in self._tap_sources.get(triple_of(*triplet).id, ()):
+                    named.setdefault(node_id)
+            wanted = list(named)
+        chunks = self._read_chunks(store, wanted)  # LlamaIndex node id -> triage chunk
+
+        def key_of(node_id: str) -> str:
+            found = chunks.get(node_id) or self._chunks.get(node_id)
+            return found.id if found is not None else node_id
+
+        known = build_known_graph(
+            store, self._tap_sources, key_of=key_of, present=chunks.__contains__, triplets=triplets
+        )
+        known.extra["store"] = store
+        known.extra["by_key"] = {c.id: c for c in chunks.values()}
+        self._graphs[id(store)] = (store, known)
         return known
 
     def _refresh_graph(self, store: Any, *, force: bool = False) -> KnownGraph:
@@ -245,29 +286,45 @@ class LlamaIndexInstrumentor(Instrumentor):
         result = known.grounder.ground_answer(text) if answer else known.grounder.ground(text)
         return tuple(result.mentions), dict(result.grounding)
 
-    def _load_chunks(self, store: Any, ids: list[str]) -> None:
-        if store is None:
-            return
+    @staticmethod
+    def _read_chunks(store: Any, ids: list[str]) -> dict[str, Chunk]:
+        """The store's chunks with these LlamaIndex node ids, as triage chunks (:func:`chunk_key` ids)."""
+        if store is None or not ids:
+            return {}
+        out = {}
         for node in store.get_llama_nodes(ids):
-            self._chunks[node.node_id] = Chunk(
-                node.node_id, node.ref_doc_id or node.node_id, node.get_content()
-            )
+            text = node.get_content()
+            out[node.node_id] = Chunk(chunk_key(node.node_id, text), node.ref_doc_id or node.node_id, text)
+        return out
 
-    def _provenance_chunks(
-        self, triples: Mapping[str, Triple], known: KnownGraph | None
-    ) -> tuple[Chunk, ...]:
-        """Chunks each retrieved triple was extracted from, in rank order (relation provenance)."""
+    def _provenance_chunks(self, triples: Any, known: KnownGraph | None) -> list[Chunk]:
+        """Chunks each triple was extracted from, in rank order (relation provenance)."""
         if known is None:
-            return ()
+            return []
+        by_key: Mapping[str, Chunk] = known.extra.get("by_key", {})
         ordered: dict[str, None] = {}
         for tid in triples:
             for chunk_id in known.sources.get(tid, ()):
                 ordered.setdefault(chunk_id)
-        ids = list(ordered)
-        missing = [c for c in ids if c not in self._chunks]
-        if missing:
-            self._load_chunks(known.extra.get("store") or self._default_store, missing)
-        return tuple(self._chunks.get(c) or Chunk(c, c, "") for c in ids)
+        return [by_key.get(c) or Chunk(c, c, "") for c in ordered]
+
+    def _shown_chunks(self, nodes: Any, known: KnownGraph | None) -> tuple[Chunk, ...]:
+        """The chunks the engine shows for ``nodes``, in rank order (see the module docstring)."""
+        by_line = known.by_line if known is not None else None
+        out: dict[str, Chunk] = {}
+        for scored in nodes:
+            node = scored.node
+            text = node.get_content()
+            attached = split_attached(text, by_line)
+            triples = [] if attached is not None else parse_triples(text, by_line)
+            if triples:  # a triplet-only node: no chunk is shown, its triplet's source is the chunk
+                for chunk in self._provenance_chunks([t.id for t in triples], known):
+                    out.setdefault(chunk.id, chunk)
+                continue
+            body = attached.chunk if attached is not None else text
+            chunk = Chunk(chunk_key(node.node_id, body), node.ref_doc_id or node.node_id, body)
+            out.setdefault(chunk.id, chunk)
+        return tuple(out.values())
 
     # ------------------------------------------------------------------ event routes
 
@@ -307,15 +364,15 @@ class LlamaIndexInstrumentor(Instrumentor):
         return None
 
     def _on_chunk(self, event: Any) -> None:
-        chunk = Chunk(event.node_id, event.doc_id, event.text)
-        self._chunks[chunk.id] = chunk
+        chunk = Chunk(chunk_key(event.node_id, event.text), event.doc_id, event.text)
+        self._chunks[event.node_id] = chunk
         unique: dict[str, Triple] = {}
         for s, p, o, st, ot in event.triples:
             t = Triple.of(s, p, o, subject_type=st, object_type=ot)
             unique.setdefault(t.id, t)
-            sources = self._tap_sources.setdefault(t.id, [])
-            if chunk.id not in sources:
-                sources.append(chunk.id)
+            sources = self._tap_sources.setdefault(t.id, [])  # LlamaIndex node ids
+            if event.node_id not in sources:
+                sources.append(event.node_id)
         completion = self._completion_for(event.node_id, event.text)
         if completion is not None:
             lps = triple_logprobs(completion[0], completion[1], unique.values())
@@ -347,7 +404,7 @@ class LlamaIndexInstrumentor(Instrumentor):
             mentions=mentions,
             grounding=grounding,
             subgraph=Subgraph(tuple(triples.values())),
-            chunks=self._provenance_chunks(triples, known) if triples else node_chunks(event.nodes),
+            chunks=self._shown_chunks(event.nodes, known),
             expanded_nodes=None,
             expanded_nodes_note=EXPANDED_NODES_NOTE,
             seconds=seconds,
@@ -355,6 +412,7 @@ class LlamaIndexInstrumentor(Instrumentor):
         )
         self.last_query_id = query_id
         self._query_graph.put(query_id, known)
+        self._answered.put(query_id, False)
         self.manager.emit_retrieval(retrieval)
         if self.manager.config.gate:
             decision = self.manager.gate(retrieval)
@@ -367,23 +425,16 @@ class LlamaIndexInstrumentor(Instrumentor):
         span = spans.get(event.span_id)
         if span is None or spans.has_ancestor(event.span_id, "query"):
             return
-        answer = getattr(event.response, "response", None)
-        if not isinstance(answer, str):
-            log.debug("query %s: response has no text (streaming?); no generation event", event.span_id)
-            return
         query_id = self._query_id_of(event)
-        mentions, grounding = self._ground(self._query_graph.get(query_id), answer, answer=True)
         self.last_query_id = query_id
-        self.manager.emit_generation(
-            GenerationEvent(
-                FRAMEWORK,
-                query_id,
-                answer,
-                answer_mentions=mentions,
-                answer_grounding=grounding,
-                seconds=time.perf_counter() - span.started,
-            )
-        )
+        response = event.response
+        answer = getattr(response, "response", None)
+        if isinstance(answer, str):
+            self._emit_generation(query_id, answer, span.started)
+            return
+        if self._follow_stream(response, query_id, span.started):
+            return
+        log.debug("query %s: response %s has no text; no generation event", query_id, type(response).__name__)
 
     def _query_id_of(self, event: Any) -> str:
         tags = event.tags

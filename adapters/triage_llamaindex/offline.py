@@ -8,7 +8,8 @@ Thin LlamaIndex wrappers around the core's offline parts (:mod:`triage_plugins.o
   :func:`format_llamaindex` as ``(subject, predicate, object)`` lines (what LlamaIndex 0.14's
   ``default_parse_triplets_fn`` reads),
   with per-token log-probabilities when ``logprobs=True``), synonym expansion (the capitalized
-  names of the query, ``^``-separated) and answering (extractive: from the first ``s -> p -> o``
+  names of the query as :func:`~triage_plugins.offline.keywords.query_names` reads them, possessives
+  stripped, ``^``-separated) and answering (extractive: from the first ``s -> p -> o``
   line of the context, the endpoint the question does not name).
 - :class:`OfflineEmbedding` — the core's character n-gram
   :class:`~triage_plugins.offline.embedder.HashingEmbedder` (``MockEmbedding`` gives every text the
@@ -34,6 +35,7 @@ from triage_plugins.contract.graph_view import normalize_label
 from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
 from triage_plugins.offline.embedder import HashingEmbedder
 from triage_plugins.offline.extractor import Record, extract_records
+from triage_plugins.offline.keywords import query_names
 from triage_plugins.offline.llm import find_chunk_text
 
 __all__ = ["INPUT_MARKER", "OfflineEmbedding", "OfflineLLM", "format_llamaindex", "token_logprob", "tokens"]
@@ -51,11 +53,8 @@ def format_llamaindex(records: Sequence[Record]) -> str:
     """LlamaIndex's ``(subject, predicate, object)`` lines; the predicate is the record's relation."""
     return "\n".join(f"({_plain(r.subject)}, {_plain(r.predicate)}, {_plain(r.object)})" for r in records)
 
+
 _TOKEN = re.compile(r"\S+|\s+")
-_NAME = re.compile(r"[A-Z0-9][\w'&-]*(?: [A-Z0-9][\w'&-]*)*")
-_QUESTION_WORDS = frozenset(
-    {"who", "what", "where", "when", "which", "how", "why", "did", "does", "is", "tell"}
-)
 _CONTEXT_MARK = "Context information is below."
 
 
@@ -67,17 +66,6 @@ def tokens(text: str) -> list[str]:
 def token_logprob(token: str) -> float:
     """The offline LLM's log-probability of a token: ``-0.01 × len(token)``."""
     return -0.01 * len(token)
-
-
-def _names(text: str) -> list[str]:
-    names = []
-    for run in _NAME.findall(text):
-        words = run.split()
-        while words and words[0].casefold() in _QUESTION_WORDS:
-            words = words[1:]
-        if words:
-            names.append(" ".join(words))
-    return names
 
 
 class OfflineLLM(CustomLLM):
@@ -117,7 +105,7 @@ class OfflineLLM(CustomLLM):
             return CompletionResponse(text=out, logprobs=lps)
         if "KEYWORDS:" in prompt and "QUERY:" in prompt:
             query = prompt.rsplit("QUERY:", 1)[1].split("----", 1)[0]
-            return CompletionResponse(text="^".join(_names(query)))
+            return CompletionResponse(text="^".join(query_names(query)))
         context, _, query = prompt.partition("Query:")
         if _CONTEXT_MARK in context:
             context = context.split(_CONTEXT_MARK, 1)[1]

@@ -7,7 +7,12 @@ Nothing here is computed beyond reading LlamaIndex's own data structures:
   (``Relation.properties["triplet_source_id"]``), not the subject entity's, which LlamaIndex
   overwrites with the last chunk mentioning the entity;
 - the text of retrieved nodes (``"s -> p -> o"`` lines, alone or under the ``include_text``
-  preamble) is parsed back into those triples by exact lookup of the rendered line;
+  preamble) is parsed back into those triples by exact lookup of the rendered line, and an
+  ``include_text`` node is split into its preamble, its triplet lines and the chunk text attached
+  (:func:`split_attached`);
+- chunk ids: LlamaIndex's generated node ids (UUIDs, new on every build) are replaced by a hash of
+  the chunk's text (:func:`chunk_key`), so what is learned about a chunk survives a rebuild; ids
+  the user set are kept;
 - a completion's token log-probabilities are sliced to the tokens inside one triple's record
   (the ``(s, p, o)`` line), so TCS (TRIAGE §4.1.1) can be computed by the core.
 
@@ -16,9 +21,11 @@ Targets llama-index-core 0.14.25.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +36,9 @@ from triage_plugins.contract.graph_view import GraphView
 __all__ = [
     "KnownGraph",
     "build_known_graph",
+    "AttachedText",
     "chosen_token_offsets",
+    "chunk_key",
     "chosen_tokens",
     "entity_type",
     "graph_fingerprint",
@@ -38,6 +47,7 @@ __all__ = [
     "record_span",
     "retriever_name",
     "retriever_store",
+    "split_attached",
     "store_of",
     "store_triplets",
     "triple_of",
@@ -49,6 +59,26 @@ KG_SOURCE_REL = "SOURCE"  # llama_index.core.graph_stores.types.KG_SOURCE_REL
 GENERIC_ENTITY_LABEL = "entity"  # EntityNode's default label: carries no type
 ARROW = " -> "
 _ARROW_LINE = re.compile(r"^(.+?) -> (.+?) -> (.+)$")
+
+
+# --------------------------------------------------------------------------- chunk ids
+
+
+CONTENT_ID_PREFIX = "chunk-"
+
+
+def chunk_key(node_id: str, text: str) -> str:
+    """triage's id for a LlamaIndex chunk: a hash of its text when LlamaIndex generated the id.
+
+    LlamaIndex's node parsers name chunks with ``uuid4()``, so the same text gets a new id on every
+    build. A node id that parses as a UUID is replaced by ``"chunk-" + sha256(text)[:16]``; any
+    other id (one the user set, e.g. ``TextNode(id_="c0")``) is kept as it is.
+    """
+    try:
+        uuid.UUID(node_id)
+    except (ValueError, TypeError, AttributeError):
+        return node_id
+    return CONTENT_ID_PREFIX + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- graph store
@@ -119,26 +149,39 @@ class KnownGraph:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build_known_graph(store: Any, tap_sources: Mapping[str, Sequence[str]] | None = None) -> KnownGraph:
+def build_known_graph(
+    store: Any,
+    tap_sources: Mapping[str, Sequence[str]] | None = None,
+    key_of: Callable[[str], str] | None = None,
+    present: Callable[[str], bool] | None = None,
+    triplets: Sequence[tuple[Any, Any, Any]] | None = None,
+) -> KnownGraph:
     """Snapshot ``store``: triples, entity nodes, provenance and the line index for parsing.
 
     Provenance of a triple is the relation's own ``triplet_source_id`` followed by every other chunk
-    the extraction tap saw yield the same triple (LlamaIndex keeps only the first relation).
+    the extraction tap saw yield the same triple (LlamaIndex keeps only the first relation) that is
+    in this store (``present``, by LlamaIndex node id: another index's chunks are never listed).
+    ``key_of`` maps a LlamaIndex node id to triage's chunk id (:func:`chunk_key`); sources are
+    triage chunk ids. ``triplets``: :func:`store_triplets` of ``store``, when already read.
     """
     tap_sources = tap_sources or {}
+    key_of = key_of or (lambda node_id: node_id)
     triples: list[Triple] = []
     by_line: dict[str, Triple] = {}
     sources: dict[str, tuple[str, ...]] = {}
-    for subject, relation, obj in store_triplets(store):
+    for subject, relation, obj in store_triplets(store) if triplets is None else triplets:
         triple = triple_of(subject, relation, obj)
         triples.append(triple)
         by_line.setdefault(f"{subject.id}{ARROW}{relation.id}{ARROW}{obj.id}", triple)
         by_line.setdefault(f"{subject!s}{ARROW}{relation!s}{ARROW}{obj!s}", triple)
-        chunk_ids: list[str] = []
+        node_ids: list[str] = []
         own = relation.properties.get(TRIPLET_SOURCE_KEY)
         if isinstance(own, str) and own:
-            chunk_ids.append(own)
-        chunk_ids.extend(c for c in tap_sources.get(triple.id, ()) if c not in chunk_ids)
+            node_ids.append(own)
+        node_ids.extend(
+            c for c in tap_sources.get(triple.id, ()) if c not in node_ids and (present is None or present(c))
+        )
+        chunk_ids = list(dict.fromkeys(key_of(c) for c in node_ids))
         if chunk_ids:
             sources[triple.id] = tuple(chunk_ids)
     graph = getattr(store, "graph", None)
@@ -159,18 +202,67 @@ def parse_triples(text: str, by_line: Mapping[str, Triple] | None) -> list[Tripl
     found: list[Triple] = []
     seen: set[str] = set()
     for line in text.splitlines():
-        if ARROW not in line:
-            continue
-        line = line.strip()
-        if by_line is not None:
-            triple = by_line.get(line)
-        else:
-            match = _ARROW_LINE.match(line)
-            triple = Triple.of(*(part.strip() for part in match.groups())) if match else None
+        triple = _line_triple(line, by_line)
         if triple is not None and triple.id not in seen:
             seen.add(triple.id)
             found.append(triple)
     return found
+
+
+@dataclass(frozen=True)
+class AttachedText:
+    """An ``include_text`` node's text, split the way LlamaIndex joined it.
+
+    ``BasePGRetriever._add_source_text`` writes ``preamble + "\\n".join(triplet lines) + "\\n\\n" +
+    chunk text``; ``head`` is everything before the first triplet line (the preamble), ``lines``
+    the triplet lines with their triples, ``chunk`` the attached chunk's own text.
+    """
+
+    head: str
+    lines: tuple[tuple[str, Triple], ...]
+    chunk: str
+
+    def render(self, lines: Sequence[str]) -> str:
+        """The node text with the triplet lines in the given order (LlamaIndex's layout)."""
+        return self.head + "\n".join(lines) + "\n\n" + self.chunk
+
+
+def split_attached(text: str, by_line: Mapping[str, Triple] | None) -> AttachedText | None:
+    """Split an ``include_text`` node into preamble, triplet lines and chunk text (``None``: not one).
+
+    The triplet block is the first run of consecutive lines that each render a triple, followed by
+    an empty line; lines are matched exactly as in :func:`parse_triples`.
+    """
+    lines = text.split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if _line_triple(line, by_line) is not None:
+            start = i
+            break
+    if start is None:
+        return None
+    end = start
+    found: list[tuple[str, Triple]] = []
+    while end < len(lines):
+        triple = _line_triple(lines[end], by_line)
+        if triple is None:
+            break
+        found.append((lines[end], triple))
+        end += 1
+    if end >= len(lines) or lines[end] != "":
+        return None
+    head = "\n".join(lines[:start]) + ("\n" if start else "")
+    return AttachedText(head, tuple(found), "\n".join(lines[end + 1 :]))
+
+
+def _line_triple(line: str, by_line: Mapping[str, Triple] | None) -> Triple | None:
+    if ARROW not in line:
+        return None
+    line = line.strip()
+    if by_line is not None:
+        return by_line.get(line)
+    match = _ARROW_LINE.match(line)
+    return Triple.of(*(part.strip() for part in match.groups())) if match else None
 
 
 # --------------------------------------------------------------------------- retrieval

@@ -474,7 +474,10 @@ def test_include_text_nodes_are_parsed_back_into_triplets(index, inst_rec):
     assert [n.node.node_id for n in nodes] == ["c4"]
     (retrieval,) = recorder.of("retrieval")
     assert set(retrieval.subgraph.triple_ids) == INTERSTELLAR
-    assert {c.id for c in retrieval.chunks} == {"c2", "c3", "c4"}  # where each triple was read
+    # the chunk the reader is shown (what chunk-mode learning scores); where each triple was read
+    # stays in the graph event's sources (c2, c3, c4)
+    assert [c.id for c in retrieval.chunks] == ["c4"]
+    assert retrieval.chunks[0].text == CHUNKS["c4"][1]
     assert retrieval.retriever == "PGRetriever(LLMSynonymRetriever)"
 
 
@@ -650,7 +653,7 @@ def test_postprocessor_ranks_chunk_nodes_as_chunks(index):
     retriever = index.as_retriever(
         sub_retrievers=[LLMSynonymRetriever(index.property_graph_store, include_text=True, llm=Settings.llm)]
     )
-    nodes = TriagePostprocessor(manager=manager_with(plugin)).postprocess_nodes(
+    nodes = TriagePostprocessor(manager=manager_with(plugin), unit="chunk").postprocess_nodes(
         retriever.retrieve("Tell me about Nolan"), query_str="Tell me about Nolan"
     )
     (request,) = plugin.requests

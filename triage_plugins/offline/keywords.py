@@ -1,7 +1,7 @@
 """The names a question mentions, as every offline stand-in LLM reads them (DESIGN §5; #18).
 
-Each framework's stand-in LLM answers a keyword prompt (LightRAG's low-level keywords,
-LlamaIndex's synonym expansion) with the capitalized names of the question. They read them with
+Each framework's stand-in LLM answers a keyword prompt (a framework's keyword extraction or
+synonym expansion) with the capitalized names of the question. They read them with
 this one function, so rows of ``triage compare`` differ by retrieval only: a possessive
 (``"Jonathan Dunmore's"``, ``"Dunmore’s"``, ``"Jones'"``) names ``Jonathan Dunmore`` / ``Jones``,
 and a leading question word (``"Where"``, ``"Who"``) or a lone article (``"The sex of X"``) is
