@@ -28,7 +28,9 @@ class LlamaIndexRunner(Runner):
     setups = {
         mode: Setup(
             f"PGRetriever with only {sub}, include_text=False (LlamaIndex default: "
-            "LLMSynonymRetriever + VectorContextRetriever, include_text=True)",
+            "LLMSynonymRetriever + VectorContextRetriever, include_text=True); the in-memory "
+            "store lists triplets in insertion order (LlamaIndex's iterates a set, whose order "
+            "follows PYTHONHASHSEED)",
             default=False,
         )
         for mode, sub in _SUB.items()
@@ -78,6 +80,7 @@ class LlamaIndexRunner(Runner):
         tick = job.progress(f"llamaindex/{job.mode}: index", 1)
         index = PropertyGraphIndex(
             nodes=[TextNode(id_=c.id, text=c.text) for c in job.corpus.chunks],
+            property_graph_store=_insertion_ordered_store(),
             llm=llm,
             embed_model=embed,
             kg_extractors=[TriageLLMPathExtractor(llm=llm), TriageExtractionTap()],
@@ -96,3 +99,29 @@ class LlamaIndexRunner(Runner):
         return RetrieverQueryEngine.from_args(
             index.as_retriever(sub_retrievers=[sub]), llm=llm, node_postprocessors=post
         )
+
+
+def _insertion_ordered_store() -> Any:
+    """LlamaIndex's ``SimplePropertyGraphStore`` listing triplets in the order they were added.
+
+    Its ``LabelledPropertyGraph`` keeps triplets in a ``set`` of id strings, so ``get_triplets()``
+    (and ``get_rel_map``'s ``limit`` cut) follow ``PYTHONHASHSEED``; compare rows must not. The
+    relations dict keeps insertion order, which orders the set here; nothing else changes.
+    """
+    from llama_index.core.graph_stores import SimplePropertyGraphStore
+    from llama_index.core.graph_stores.types import LabelledPropertyGraph
+
+    class InsertionOrderedGraph(LabelledPropertyGraph):
+        def get_triplets(self) -> list[Any]:
+            order = {key: i for i, key in enumerate(self.relations)}
+            key = self._get_relation_key
+            ranked = sorted(
+                self.triplets,
+                key=lambda t: order.get(key(subj_id=t[0], rel_id=t[1], obj_id=t[2]), len(order)),
+            )
+            return [
+                (self.nodes[s], self.relations[key(subj_id=s, rel_id=r, obj_id=o)], self.nodes[o])
+                for s, r, o in ranked
+            ]
+
+    return SimplePropertyGraphStore(graph=InsertionOrderedGraph())
