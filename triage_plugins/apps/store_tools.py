@@ -7,7 +7,7 @@ which refuses a foreign file untouched (:class:`~triage_plugins.contract.errors.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage_plugins.contract.errors import StoreError, TriageError
@@ -43,6 +43,8 @@ class StoreSummary:
     schema_version: int
     counts: dict[str, int]
     runs: list[RunRow]
+    #: Feedback the learner could not attribute, per cause (store counters ``feedback.unattributed.*``).
+    unattributed: dict[str, int] = field(default_factory=dict)
 
     @property
     def lost(self) -> tuple[int, int]:
@@ -54,7 +56,21 @@ def summarize(target: str) -> StoreSummary:
     """Open ``target`` read-only and summarise it (nothing is created, switched or migrated)."""
     _require_existing(target)
     with open_store(target, readonly=True) as store:
-        return StoreSummary(target, store.schema_version, store.counts(), store.runs())
+        return StoreSummary(
+            target, store.schema_version, store.counts(), store.runs(), _unattributed_feedback(store)
+        )
+
+
+def _unattributed_feedback(store: object) -> dict[str, int]:
+    """The learner's counters of unattributed feedback in ``store``, the non-zero ones, per cause."""
+    from triage_plugins.plugins.feedback import UNATTRIBUTED_CAUSES, unattributed_param
+
+    out: dict[str, int] = {}
+    for cause in UNATTRIBUTED_CAUSES:
+        value = store.get_param(unattributed_param(cause))  # type: ignore[attr-defined]
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            out[cause] = int(value)
+    return out
 
 
 def prune(target: str, *, older_than: float | None, keep_runs: int | None) -> dict[str, int]:

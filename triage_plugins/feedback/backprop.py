@@ -89,7 +89,7 @@ class Gradient:
 
 
 def _logsumexp(x: np.ndarray) -> float:
-    m = float(np.max(x))
+    m = float(x.max())
     if m == -math.inf:
         return -math.inf
     return m + math.log(float(np.exp(x - m).sum()))
@@ -311,10 +311,11 @@ class FeedbackOptimizer:
         d_raw = d_sc / scale  # chain rule through S_c = raw/scale
         step = -self.raw_learning_rate * d_raw  # = −eta·scale·∂loss/∂S_c
         bound = self.max_step * scale
-        step = np.clip(step, -bound, bound)
-        target = np.clip(raw + step, 0.0, scale)  # projection onto the clip's range
+        step = step.clip(-bound, bound)
+        target = (raw + step).clip(0.0, scale)  # projection onto the clip's range
         delta = np.where(d_sc != 0.0, target - raw, 0.0)
-        return {ids[k]: float(delta[k]) for k in np.flatnonzero(delta)}
+        nonzero = np.flatnonzero(delta)
+        return dict(zip(map(ids.__getitem__, nonzero.tolist()), delta[nonzero].tolist(), strict=True))
 
     def _alpha_step(self, d_alpha: float) -> float:
         if not self.learn_alpha or not math.isfinite(d_alpha):

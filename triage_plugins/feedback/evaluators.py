@@ -9,8 +9,8 @@ sequence of :class:`~triage_plugins.contract.events.Triple` (triple level) or a 
 
 - :class:`LLMJudgeEvaluator` — the paper's evaluator: one prompt, Supportiveness, Fidelity and
   Conflict per path, utility = Supportiveness only when Fidelity is high and Conflict low.
-- :class:`AnswerSupportEvaluator` — no LLM: a path supports the response when it reaches the
-  response's answer entity.
+- :class:`AnswerSupportEvaluator` — no LLM: a path supports the response when it leads from the
+  question's entity to the response's answer entity (:mod:`triage_plugins.feedback.credit`).
 - :class:`GoldEvaluator` — gold answers (and gold paths) of a benchmark.
 """
 
@@ -21,12 +21,22 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from triage_plugins.contract.errors import ConfigError, JudgeOutputError
 from triage_plugins.contract.events import Chunk, Gold, Triple
 from triage_plugins.contract.graph_view import normalize_label
+from triage_plugins.feedback.credit import (
+    COMPETES,
+    CREDIT_RULES,
+    SUPPORTS,
+    Credit,
+    Ends,
+    PathFacts,
+    has_phrase,
+    touches,
+)
 
 __all__ = [
     "AnswerSupportEvaluator",
@@ -52,12 +62,19 @@ class EvaluationContext:
     :param answer_entities: node ids the answer was grounded to (``GenerationEvent.answer_grounding``).
     :param query_entities: node ids the query was grounded to (``RetrievalEvent.grounding``).
     :param gold: gold annotations of the query, when a benchmark has them.
+    :param flat: the paths are the retrieved triples one by one, because the retriever reported no
+        paths (a flat retrieval of relationships, as the framework adapters report): support is then
+        judged through chains of them (:mod:`triage_plugins.feedback.credit`).
+    :param labels: a memo of normalized triple labels to reuse (the learner keeps one per framework
+        and graph version); ``None``: a fresh one per evaluation.
     """
 
     unit: Literal["triple", "chunk"] = "triple"
     answer_entities: tuple[str, ...] = ()
     query_entities: tuple[str, ...] = ()
     gold: Gold | None = None
+    flat: bool = False
+    labels: Ends | None = field(default=None, compare=False, repr=False)
 
 
 @runtime_checkable
@@ -76,84 +93,55 @@ class PathEvaluator(Protocol):
         ...
 
 
-def _has_phrase(text: str, phrase: str) -> bool:
-    """Whole-word occurrence of a normalized phrase in a normalized text."""
-    return bool(phrase) and f" {phrase} " in f" {text} "
+def _topics(query: str, paths: Sequence[Sequence[Unit]], context: EvaluationContext, ends: Ends) -> set[str]:
+    """Normalized query entities: the grounded ones, else the path entities the query names."""
+    grounded = {normalize_label(e) for e in context.query_entities} - {""}
+    if grounded:
+        return grounded
+    query_norm = normalize_label(query)
+    return {e for e in ends.entities(paths) if has_phrase(query_norm, e)}
 
 
-def _path_entities(path: Sequence[Unit]) -> set[str]:
-    out: set[str] = set()
-    for unit in path:
-        if isinstance(unit, Triple):
-            out.add(normalize_label(unit.subject))
-            out.add(normalize_label(unit.object))
-    return out
-
-
-def _path_reaches(path: Sequence[Unit], targets: set[str]) -> bool:
-    """A triple path reaches a target when one of its entities is it; a chunk, when its text names it."""
-    if not targets:
-        return False
-    for unit in path:
-        if isinstance(unit, Triple):
-            if normalize_label(unit.subject) in targets or normalize_label(unit.object) in targets:
-                return True
-        else:
-            text = normalize_label(unit.text)
-            if any(_has_phrase(text, t) for t in targets):
-                return True
-    return False
-
-
-def _path_ends(path: Sequence[Unit], targets: set[str], topics: set[str]) -> bool:
-    """A triple path *leads to* a target when the node it ends on, walked from its start, is one;
-    a chunk path, when its text names one.
-
-    The start is the end of the first triple that is a topic entity (else the end the first
-    triple does not share with the second). Passing through a target and walking on does not
-    count: a gold answer that is a hub ("male", "English") would otherwise credit every path
-    that crosses it.
-    """
-    if not targets or not path:
-        return False
-    if not all(isinstance(u, Triple) for u in path):
-        return _path_reaches(path, targets)
-    triples: list[Triple] = list(path)  # type: ignore[arg-type]
-    first = triples[0]
-    s, o = normalize_label(first.subject), normalize_label(first.object)
-    if s in topics:
-        node = s
-    elif o in topics:
-        node = o
-    elif len(triples) > 1:
-        nxt = {normalize_label(triples[1].subject), normalize_label(triples[1].object)}
-        node = o if s in nxt and o not in nxt else s
-    else:
-        return s in targets or o in targets
-    for t in triples:
-        ts, to = normalize_label(t.subject), normalize_label(t.object)
-        node = to if ts == node else ts if to == node else to
-    return node in targets
+def _check_credit(credit: str, max_hops: int) -> None:
+    if credit not in CREDIT_RULES:
+        raise ConfigError(f"credit must be one of {', '.join(CREDIT_RULES)}, got {credit!r}")
+    if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
+        raise ConfigError(f"max_hops must be a whole number >= 1, got {max_hops!r}")
 
 
 # --------------------------------------------------------------------------- answer support
 
 
 class AnswerSupportEvaluator:
-    """No-LLM utility: does the path lead to the response's answer entity?
+    """No-LLM utility: does the path lead from the question to the response's answer entity?
 
     Answer entities are the answer's grounded node ids minus those also grounded in the query (a
     question's topic entity starts every path and says nothing about the answer), unless that
     leaves none. Without grounding, the entities of the paths whose label occurs as whole words in
     the answer text (and not in the query) are used; for chunks, the normalized answer text itself.
+    Query entities are the grounded ones, else the path entities the query names.
 
-    Sign follows the signed feedback f = 2s − 1:
+    Each path's role comes from :func:`~triage_plugins.feedback.credit.path_roles` (EvoRAG §3 ➋,
+    §4.2): it *supports* when it leads from a query entity to an answer entity (flat retrieval:
+    when its triple lies on a shortest chain of retrieved triples between them), *competes* when it
+    starts at a query entity and leads elsewhere, and is *unrelated* otherwise. Sign follows the
+    signed feedback f = 2s − 1:
 
-    - f > 0 (a good answer): supporting paths get +f, the other paths −f;
+    - f > 0 (a good answer): supporting paths get +f, competing paths −f (they point to another
+      answer), unrelated paths ``None``;
     - f < 0 (a bad answer): supporting paths get f (they misled the reader), the others ``None``
       — they did not produce the wrong answer, and nothing says they hold the right one;
     - f = 0, or no answer entity can be identified: ``None`` for every path.
+
+    :param credit: ``"path"`` (default, above) or ``"entity"``: the earlier rule, kept for
+        comparison — every path that touches an answer entity supports, every other path competes.
+    :param max_hops: longest chain credited in flat retrieval.
     """
+
+    def __init__(self, *, credit: Credit = "path", max_hops: int = 3) -> None:
+        _check_credit(credit, max_hops)
+        self.credit = credit
+        self.max_hops = max_hops
 
     def evaluate(
         self,
@@ -164,44 +152,46 @@ class AnswerSupportEvaluator:
         context: EvaluationContext,
     ) -> list[float | None]:
         f = 2.0 * float(feedback_score) - 1.0
-        targets = self.answer_targets(query, answer, paths, context)
+        ends = context.labels or Ends()
+        targets = self.answer_targets(query, answer, paths, context, ends=ends)
         if f == 0.0 or not targets:
             return [None] * len(paths)
-        out: list[float | None] = []
-        for path in paths:
-            supports = _path_reaches(path, targets)
-            if f > 0:
-                out.append(f if supports else -f)
-            else:
-                out.append(f if supports else None)
-        return out
+        if self.credit == "entity":
+            roles = [SUPPORTS if touches(p, targets, ends) else COMPETES for p in paths]
+        else:
+            topics = _topics(query, paths, context, ends)
+            facts = PathFacts(paths, topics, flat=context.flat, max_hops=self.max_hops, ends=ends)
+            roles = facts.roles(targets)
+        if f > 0:
+            return [f if r == SUPPORTS else -f if r == COMPETES else None for r in roles]
+        return [f if r == SUPPORTS else None for r in roles]
 
     @staticmethod
     def answer_targets(
-        query: str, answer: str, paths: Sequence[Sequence[Unit]], context: EvaluationContext
+        query: str,
+        answer: str,
+        paths: Sequence[Sequence[Unit]],
+        context: EvaluationContext,
+        *,
+        ends: Ends | None = None,
     ) -> set[str]:
         """Normalized labels of the answer entities (class docstring)."""
         query_norm = normalize_label(query)
         topic = {normalize_label(e) for e in context.query_entities}
         grounded = {normalize_label(e) for e in context.answer_entities} - {""}
         if grounded:
-            specific = {e for e in grounded if e not in topic and not _has_phrase(query_norm, e)}
+            specific = {e for e in grounded if e not in topic and not has_phrase(query_norm, e)}
             return specific or grounded
         answer_norm = normalize_label(answer)
         if not answer_norm:
             return set()
         if context.unit == "chunk":
             return {answer_norm}
-        found: set[str] = set()
-        for path in paths:
-            for entity in _path_entities(path):
-                if (
-                    _has_phrase(answer_norm, entity)
-                    and entity not in topic
-                    and not _has_phrase(query_norm, entity)
-                ):
-                    found.add(entity)
-        return found
+        return {
+            entity
+            for entity in (ends or Ends()).entities(paths)
+            if has_phrase(answer_norm, entity) and entity not in topic and not has_phrase(query_norm, entity)
+        }
 
 
 # --------------------------------------------------------------------------- gold
@@ -248,21 +238,35 @@ class GoldEvaluator:
     punished. ``neutral`` is the only mode that helps in every setting measured.
 
     The response's answer entities are those of :meth:`AnswerSupportEvaluator.answer_targets`.
-    No gold answers and no gold paths: ``None`` for every path.
+    No gold answers and no gold paths: ``None`` for every path. In flat retrieval
+    (``context.flat``: each retrieved triple is its own path) "leads to" is judged by chains of
+    retrieved triples from the topic (:func:`~triage_plugins.feedback.credit.path_roles`), so a
+    triple that merely touches a gold answer or the response's answer gets no credit.
 
     :param gold: gold annotations to use instead of ``context.gold``.
     :param others: ``"neutral"``, ``"misled"`` or ``"penalize"`` (above).
+    :param credit: ``"path"`` (default) or ``"entity"`` (flat retrieval as before: each triple
+        judged alone, touching a target end counts).
+    :param max_hops: longest chain credited in flat retrieval.
     """
 
     def __init__(
-        self, gold: Gold | None = None, *, others: Literal["neutral", "misled", "penalize"] = "neutral"
+        self,
+        gold: Gold | None = None,
+        *,
+        others: Literal["neutral", "misled", "penalize"] = "neutral",
+        credit: Credit = "path",
+        max_hops: int = 3,
     ) -> None:
         if others not in ("misled", "neutral", "penalize"):
             raise ConfigError(
                 f"GoldEvaluator others must be 'neutral', 'misled' or 'penalize', got {others!r}"
             )
+        _check_credit(credit, max_hops)
         self.gold = gold
         self.others = others
+        self.credit = credit
+        self.max_hops = max_hops
 
     def evaluate(
         self,
@@ -276,27 +280,28 @@ class GoldEvaluator:
         if gold is None or (not gold.answers and not gold.paths):
             return [None] * len(paths)
         answers = {normalize_label(a) for a in gold.answers}
+        ends = context.labels or Ends()
         if self.others in ("misled", "neutral"):
-            response = AnswerSupportEvaluator.answer_targets(query, answer, paths, context)
+            response = AnswerSupportEvaluator.answer_targets(query, answer, paths, context, ends=ends)
             verdict = 0.0 if feedback_score == 0.5 else (1.0 if feedback_score > 0.5 else -1.0)
             if verdict == 0.0:  # no verdict: gold alone says whether the response misled
                 verdict, response = -1.0, response - answers
-            topics = {normalize_label(e) for e in (*context.query_entities, *gold.entities)}
+            topics = {normalize_label(e) for e in (*context.query_entities, *gold.entities)} - {""}
+            flat = context.flat and self.credit == "path"
+            if flat and not topics:
+                topics = _topics(query, paths, context, ends)
+            facts = PathFacts(paths, topics, flat=flat, max_hops=self.max_hops, ends=ends)
+            led, right = facts.roles(response), facts.roles(answers)
             rest = None if self.others == "misled" else 0.0
-            out_: list[float | None] = []
-            for path in paths:
-                if _path_ends(path, response, topics):
-                    out_.append(verdict)
-                elif _path_ends(path, answers, topics):
-                    out_.append(1.0)
-                else:
-                    out_.append(rest)
-            return out_
+            return [
+                verdict if a == SUPPORTS else 1.0 if b == SUPPORTS else rest
+                for a, b in zip(led, right, strict=True)
+            ]
         on_gold_ids = {t.id for p in gold.paths for t in p}
         on_gold_spo = {_spo(t) for p in gold.paths for t in p}
         out: list[float | None] = []
         for path in paths:
-            if _path_reaches(path, answers):
+            if touches(path, answers, ends):
                 out.append(1.0)
             elif gold.paths and all(isinstance(u, Triple) for u in path):
                 hits = sum(1 for t in path if t.id in on_gold_ids or _spo(t) in on_gold_spo)

@@ -321,3 +321,8 @@ class KGEvolution:
     def factors(self, ids: Sequence[str], s_c: np.ndarray) -> np.ndarray | None:
         """Suppression multipliers of P(t) for ``ids`` (``None`` when none applies)."""
         return self.suppressor.factors(ids, s_c)
+
+    @property
+    def suppressing(self) -> bool:
+        """Whether any relation is suppressed (else :meth:`factors` is ``None`` for every id)."""
+        return self.suppressor.low is not None and bool(self.suppressor.counts)

@@ -14,6 +14,7 @@ position, the path of every position, path lengths); all sums are ``np.bincount`
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -84,7 +85,7 @@ class PathIndex:
 
 def clamp_relevance(s_r: np.ndarray | Sequence[float]) -> np.ndarray:
     """S_r clamped into [RELEVANCE_FLOOR, 1]."""
-    return np.clip(np.asarray(s_r, dtype=np.float64), RELEVANCE_FLOOR, 1.0)
+    return np.asarray(s_r, dtype=np.float64).clip(RELEVANCE_FLOOR, 1.0)
 
 
 def unit_priority(s_r: np.ndarray, s_c: np.ndarray, alpha: float) -> np.ndarray:
@@ -155,12 +156,18 @@ def token_relevance(query: str, texts: Sequence[str]) -> np.ndarray:
     RELEVANCE_FLOOR. A stand-in used only when the framework supplied no relevance of its own
     (through ``triage_rerank``) and no embedder is configured.
     """
-    q = set(_TOKEN.findall(normalize_label(query)))
+    q = _tokens(query)
     out = np.empty(len(texts))
     for k, text in enumerate(texts):
-        toks = set(_TOKEN.findall(normalize_label(text)))
+        toks = _tokens(text)
         out[k] = len(toks & q) / len(toks) if toks else 0.0
     return clamp_relevance(out)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> frozenset[str]:
+    """The distinct tokens of a text (memoized: the same triple texts recur query after query)."""
+    return frozenset(_TOKEN.findall(normalize_label(text)))
 
 
 def check_alpha(alpha: float, name: str = "alpha") -> float:

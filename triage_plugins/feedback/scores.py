@@ -63,13 +63,17 @@ class MemoryScoreStore:
         self, unit: str, deltas: Mapping[str, float], init: float = DEFAULT_INIT
     ) -> dict[str, float]:
         out: dict[str, float] = {}
+        make = tuple.__new__  # _Row(...) without the Python-level NamedTuple constructor
         with self._lock:
             now = time.time()
+            scores = self._scores
             for key, delta in deltas.items():
-                row = self._scores.get((unit, key))
-                raw = (init if row is None else row.raw) + float(delta)
-                n = 1 if row is None else row.n_updates + 1
-                self._scores[(unit, key)] = _Row(raw, n, now)
+                row = scores.get((unit, key))
+                if row is None:
+                    raw, n = init + float(delta), 1
+                else:
+                    raw, n = row.raw + float(delta), row.n_updates + 1
+                scores[(unit, key)] = make(_Row, (raw, n, now))
                 out[key] = raw
         return out
 
@@ -138,7 +142,7 @@ class ContributionScores:
 
     def normalize(self, raw: np.ndarray | float) -> np.ndarray:
         """The normalization raw ↦ S_c (module docstring)."""
-        return np.clip(np.asarray(raw, dtype=np.float64) / self.scale, 0.0, 1.0)
+        return (np.asarray(raw, dtype=np.float64) / self.scale).clip(0.0, 1.0)
 
     def scored(self) -> dict[str, float]:
         """Raw score of every unit that has a stored score (read from the store; refreshes the cache)."""
@@ -167,11 +171,12 @@ class ContributionScores:
         clean = {k: float(v) for k, v in deltas.items() if v != 0.0 and math.isfinite(v)}
         if not clean:
             return {}
-        new = self.store.add_scores(self.unit, clean, init=self.init)
+        new = {
+            k: float(v) for k, v in (self.store.add_scores(self.unit, clean, init=self.init) or {}).items()
+        }
         with self._lock:
-            for key, value in (new or {}).items():
-                self._cache[key] = float(value)
-        return {k: float(v) for k, v in (new or {}).items()}
+            self._cache.update(new)
+        return new
 
     def set(self, id: str, raw: float) -> None:
         """Set one raw score (used for the score of a fused shortcut, EvoRAG §5.1)."""

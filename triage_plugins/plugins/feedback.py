@@ -8,7 +8,9 @@ with the hybrid priority P(t) = (1 − α)·S_r(t) + α·S_c(t) (eq. 2), times t
 Paths (DESIGN §4, EvoRAG §6.12):
 
 - ``unit="triple"``: the retrieval's paths as triple sequences; a retriever that reports no paths
-  (a flat, entity-and-relation retrieval) gets each retrieved triple as a one-hop path;
+  (a flat, entity-and-relation retrieval) gets each retrieved triple as a one-hop path, and the
+  evaluators then credit the triples on the chains of retrieved triples that connect the
+  question's entity to the rated answer (``EvaluationContext.flat``; :mod:`triage_plugins.feedback.credit`);
 - ``unit="chunk"``: each retrieved chunk is a one-unit path. Our reading of §6.12 ("contribution
   scores for text chunks … incorporated into retrieval ranking alongside semantic similarity"):
   the same eq. 2–9 with |L_i| = 1, so P(L_i) = P(c_i)/Σ_j P(c_j) and a chunk's gradient is its own
@@ -23,7 +25,9 @@ Options (``config.options``, keys ``"feedback.<name>"``): ``eta`` (0.25), ``max_
 ``alpha_bounds`` ((0.05, 0.95)), ``evaluator`` (``None`` = gold when the retrieval carries gold,
 else answer support; or ``"answer"``, ``"gold"``, ``"llm"``, or a ``PathEvaluator``), ``gold_others``
 (``"neutral"``: how the gold evaluator treats paths that lead to no gold answer, see
-:class:`~triage_plugins.feedback.evaluators.GoldEvaluator`), ``llm`` (the
+:class:`~triage_plugins.feedback.evaluators.GoldEvaluator`), ``credit`` (``"path"``: credit the
+paths that lead from the question to the rated answer; ``"entity"``: the earlier rule, every path
+touching the answer entity — kept to measure the difference, ``benchmarks/bench_credit.py``), ``llm`` (the
 judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), ``relevance``
 (``relevance(query, texts) -> S_r``), ``memory`` (1024 queries), ``max_hops`` (3), ``fusion_rule``
 (``"average"``), ``labeller``, ``suppress_after`` (3), ``suppression_factor`` (0.5), ``width``
@@ -46,12 +50,23 @@ learn from one store:
   whether any score changed since; if so (or if one changed within the last ``SETTLE`` seconds,
   for transactions that committed after a newer one) the score cache is dropped and α re-read, so
   another worker's learning shows within ``staleness`` seconds; ``0`` checks on every query;
-- feedback that cannot be attributed (no retrieval for its query id here or in the store, or a
-  retrieval with nothing to score) is logged once per cause and counted in :attr:`FeedbackLearner.unattributed`.
+- feedback that cannot be attributed — no retrieval for its query id here or in the store, a
+  retrieval with nothing to score, an answer that names no graph entity, an answer entity no
+  retrieved path leads to, or (another evaluator) no path scored — is logged once per process and
+  cause (a warning; later ones at debug level) and counted in :attr:`FeedbackLearner.unattributed`
+  and in the store's atomic counter ``feedback.unattributed.<cause>`` (:data:`UNATTRIBUTED_CAUSES`,
+  :func:`unattributed_param`), so every worker's drops add up in one place. Feedback of exactly
+  0.5 carries no verdict and is not counted.
+
+Speed (``benchmarks/bench_feedback.py``, ``handler/…`` rows): the labels of a framework's triples
+are normalized once per graph version (a memo per framework, dropped on its next graph event),
+each path is walked once per feedback however many answer sets are tested, and S_r sent with
+``triage_rerank`` is used as it is.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import threading
@@ -76,6 +91,7 @@ from triage_plugins.contract.events import (
 )
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.feedback.backprop import FeedbackOptimizer, Update
+from triage_plugins.feedback.credit import CREDIT_RULES, Ends
 from triage_plugins.feedback.evaluators import (
     AnswerSupportEvaluator,
     EvaluationContext,
@@ -91,7 +107,7 @@ if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.runtime.manager import TriageManager
 
-__all__ = ["FeedbackLearner"]
+__all__ = ["UNATTRIBUTED", "UNATTRIBUTED_CAUSES", "FeedbackLearner", "unattributed_param"]
 
 log = logging.getLogger("triage.plugins.feedback")
 
@@ -106,6 +122,7 @@ DEFAULTS: dict[str, Any] = {
     "alpha_bounds": (0.05, 0.95),
     "evaluator": None,
     "gold_others": "neutral",
+    "credit": "path",
     "llm": None,
     "fidelity_min": 0.0,
     "conflict_max": 0.0,
@@ -123,6 +140,19 @@ DEFAULTS: dict[str, Any] = {
 }
 #: Seconds after a score change during which every staleness check drops the cache again.
 SETTLE = 5.0
+#: Triples whose normalized labels are remembered per framework before the memo starts afresh.
+LABELS_MAX = 1 << 18
+#: Prefix of the store counters of unattributed feedback (:func:`unattributed_param`).
+UNATTRIBUTED = "feedback.unattributed."
+#: The causes :class:`FeedbackLearner` counts (``"no chunk retrieved"`` with ``unit="chunk"``).
+UNATTRIBUTED_CAUSES = (
+    "unknown query id",
+    "no triple retrieved",
+    "no chunk retrieved",
+    "no answer entity",
+    "no path to the answer",
+    "no path scored",
+)
 
 
 @dataclass
@@ -145,6 +175,8 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
                 f"unknown option {key!r}; the feedback learner knows {sorted(PREFIX + k for k in DEFAULTS)}"
             )
         out[name] = value
+    if out["credit"] not in CREDIT_RULES:
+        raise ConfigError(f"feedback.credit must be one of {', '.join(CREDIT_RULES)}, got {out['credit']!r}")
     if not isinstance(out["memory"], int) or out["memory"] < 1:
         raise ConfigError(f"feedback.memory must be a whole number >= 1, got {out['memory']!r}")
     stale = out["staleness"]
@@ -155,6 +187,28 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
     ):
         raise ConfigError(f"feedback.staleness must be a number of seconds >= 0, got {stale!r}")
     return out
+
+
+def unattributed_param(cause: str) -> str:
+    """The store counter of unattributed feedback for ``cause``: ``feedback.unattributed.<cause>``,
+    the cause's words joined by ``_`` (``"unknown query id"`` → ``feedback.unattributed.unknown_query_id``)."""
+    return UNATTRIBUTED + "_".join(cause.split())
+
+
+def _no_credit_cause(
+    evaluator: PathEvaluator,
+    query: str,
+    answer: str,
+    paths: Sequence[Sequence[Triple | Chunk]],
+    context: EvaluationContext,
+) -> str:
+    """Why an evaluator scored no path of a rated answer: the answer names no graph entity, no
+    retrieved path leads to the entity it names, or (any other evaluator) none was scored."""
+    if isinstance(evaluator, AnswerSupportEvaluator):
+        if not AnswerSupportEvaluator.answer_targets(query, answer, paths, context):
+            return "no answer entity"
+        return "no path to the answer"
+    return "no path scored"
 
 
 class _SharedOptimizer(FeedbackOptimizer):
@@ -212,6 +266,7 @@ class FeedbackLearner:
         self._relevance: _LRU[tuple[str, str], dict[str, float]] = _LRU(size)
         self._models: dict[str, _Model] = {}
         self._graph: GraphView | None = None
+        self._labels: dict[str, Ends] = {}
         self._lock = threading.RLock()
         self.last_update: Update | None = None
         self.last_evolution: EvolutionResult | None = None
@@ -262,17 +317,18 @@ class FeedbackLearner:
     def evaluator(self, retrieval: RetrievalEvent) -> PathEvaluator:
         """The configured evaluator, or the default: gold when the retrieval has gold, else answer support."""
         choice = self.options["evaluator"]
+        credit = self.options["credit"]
         if choice is None:
             gold = retrieval.gold
             return (
-                GoldEvaluator(others=self.options["gold_others"])
+                GoldEvaluator(others=self.options["gold_others"], credit=credit)
                 if gold is not None and (gold.answers or gold.paths)
-                else AnswerSupportEvaluator()
+                else AnswerSupportEvaluator(credit=credit)
             )
         if choice == "answer":
-            return AnswerSupportEvaluator()
+            return AnswerSupportEvaluator(credit=credit)
         if choice == "gold":
-            return GoldEvaluator(others=self.options["gold_others"])
+            return GoldEvaluator(others=self.options["gold_others"], credit=credit)
         if choice == "llm":
             llm = self.options["llm"]
             if not callable(llm):
@@ -291,6 +347,14 @@ class FeedbackLearner:
     @hookimpl
     def triage_graph(self, event: GraphEvent) -> None:
         self._graph = event.graph
+        self._labels.pop(event.framework, None)  # a new graph version: labels may have changed
+
+    def _labels_of(self, framework: str) -> Ends:
+        """Normalized triple labels of ``framework``'s current graph version, memoized across queries."""
+        labels = self._labels.get(framework)
+        if labels is None or len(labels.cache) > LABELS_MAX:
+            labels = self._labels[framework] = Ends()
+        return labels
 
     @hookimpl
     def triage_retrieval(self, event: RetrievalEvent) -> None:
@@ -351,7 +415,8 @@ class FeedbackLearner:
         """Backpropagate one feedback event into the scores; ``None`` when there is nothing to learn from.
 
         The query's retrieval is this worker's (remembered) or, failing that, the one stored by
-        whichever worker served it. Feedback that changes nothing is counted in :attr:`unattributed`.
+        whichever worker served it. Feedback that cannot be attributed is counted in
+        :attr:`unattributed` and in the store (:meth:`_unattributed`).
         """
         key = (event.framework, event.query_id)
         retrieval = self._retrievals.get(key)
@@ -372,12 +437,13 @@ class FeedbackLearner:
             answer_entities=tuple(v for v in generation.answer_grounding.values() if v) if generation else (),
             query_entities=tuple(v for v in retrieval.grounding.values() if v),
             gold=retrieval.gold,
+            flat=unit == "triple" and not retrieval.paths,
+            labels=self._labels_of(event.framework),
         )
         answer = generation.answer if generation else ""
+        evaluator = self.evaluator(retrieval)
         try:
-            utilities = self.evaluator(retrieval).evaluate(
-                retrieval.query, answer, paths, event.score, context
-            )
+            utilities = evaluator.evaluate(retrieval.query, answer, paths, event.score, context)
         except FeedbackError as exc:
             log.warning("feedback for %s/%s not used: %s", *key, exc)
             return None
@@ -386,13 +452,21 @@ class FeedbackLearner:
                 "evaluator returned %d utilities for %d paths; feedback skipped", len(utilities), len(paths)
             )
             return None
-        path_ids = [[u.id for u in path] for path in paths]
+        if event.score != 0.5 and all(u is None for u in utilities):
+            self._unattributed(_no_credit_cause(evaluator, retrieval.query, answer, paths, context), key)
+        path_ids = (
+            [p.triple_ids for p in retrieval.paths]
+            if unit == "triple" and retrieval.paths
+            else [[u.id for u in path] for path in paths]
+        )
         model = self.model(unit)
         with self._lock:
-            relevance = self._relevance_of(key, retrieval.query, paths)
-            ids = list(dict.fromkeys(i for p in path_ids for i in p))
-            factor = model.evolution.factors(ids, model.scores.normalized(ids))
-            factors = None if factor is None else dict(zip(ids, factor.tolist(), strict=True))
+            relevance = self._relevance_of(key, retrieval.query, paths, path_ids)
+            factors = None
+            if model.evolution.suppressing:
+                ids = list(dict.fromkeys(i for p in path_ids for i in p))
+                factor = model.evolution.factors(ids, model.scores.normalized(ids))
+                factors = None if factor is None else dict(zip(ids, factor.tolist(), strict=True))
             update = model.optimizer.step(path_ids, utilities, relevance, factors)
         self.last_update = update
         return update
@@ -412,14 +486,26 @@ class FeedbackLearner:
         return retrieval, generation
 
     def _unattributed(self, cause: str, key: tuple[str, str]) -> None:
-        """Count feedback that changes no score; the first of each cause is a warning."""
+        """Count feedback that cannot be attributed: in :attr:`unattributed` and in the store's atomic
+        counter ``feedback.unattributed.<cause>`` (:func:`unattributed_param`); the first of each
+        cause in this process is a warning, the rest are debug messages."""
         with self._lock:
             self.unattributed[cause] += 1
             first = self.unattributed[cause] == 1
+        add_param = getattr(self.manager.store, "add_param", None)
+        if add_param is not None:
+            try:
+                add_param(unattributed_param(cause), 1.0)
+            except Exception as exc:  # noqa: BLE001 - a counter must never lose the feedback path
+                log.debug("could not count unattributed feedback in the store: %s", exc)
         message = "feedback for %s/%s changed no score: %s"
         if first:
             log.warning(
-                message + "; logged once per cause, counted in FeedbackLearner.unattributed", *key, cause
+                message + "; logged once per cause, counted in FeedbackLearner.unattributed and in the "
+                "store as %s",
+                *key,
+                cause,
+                unattributed_param(cause),
             )
         else:
             log.debug(message, *key, cause)
@@ -444,22 +530,28 @@ class FeedbackLearner:
     def _paths(self, retrieval: RetrievalEvent, unit: str) -> list[tuple[Triple | Chunk, ...]]:
         if unit == "chunk":
             return [(c,) for c in retrieval.chunks]
-        by_id = {t.id: t for t in retrieval.subgraph.triples}
         if retrieval.paths:
-            return [tuple(by_id[i] for i in p.triple_ids) for p in retrieval.paths]
+            unit_of = {t.id: t for t in retrieval.subgraph.triples}.__getitem__
+            return [tuple(map(unit_of, p.triple_ids)) for p in retrieval.paths]
         return [(t,) for t in retrieval.subgraph.triples]
 
     def _relevance_of(
-        self, key: tuple[str, str], query: str, paths: Sequence[Sequence[Triple | Chunk]]
-    ) -> dict[str, float]:
+        self,
+        key: tuple[str, str],
+        query: str,
+        paths: Sequence[Sequence[Triple | Chunk]],
+        path_ids: Sequence[Sequence[str]],
+    ) -> Mapping[str, float]:
+        """S_r of every unit on ``paths``: the framework's (``triage_rerank``), else ``relevance``."""
         known = self._relevance.get(key) or {}
-        units = {u.id: u for p in paths for u in p}
-        out = {i: known[i] for i in units if i in known}
-        missing = [u for i, u in units.items() if i not in out]
-        if missing:
-            fn: Relevance = self.options["relevance"] or token_relevance
-            values = clamp_relevance(fn(query, [_text(u) for u in missing]))
-            out.update(zip((u.id for u in missing), values.tolist(), strict=True))
+        missing = set(itertools.chain.from_iterable(path_ids)).difference(known)
+        if not missing:
+            return known
+        units = {u.id: u for p in paths for u in p if u.id in missing}
+        fn: Relevance = self.options["relevance"] or token_relevance
+        values = clamp_relevance(fn(query, [_text(u) for u in units.values()]))
+        out = dict(known)
+        out.update(zip(units, values.tolist(), strict=True))
         return out
 
     # ------------------------------------------------------------------ evolution
