@@ -12,14 +12,20 @@
     inst.feedback(result.query_id, 1.0)
 
 Same parameters as ``graphrag.api``, same ``(response, context)`` result, plus ``result.query_id``;
-with ``TriageConfig(reweight=True)`` GraphRAG's ranking follows the learned priorities. The former
+with ``TriageConfig(reweight=True)`` GraphRAG's ranking follows the learned priorities. Calling
+``graphrag.api`` directly learns too: ``inst = instrument(reweight=True)``, then pass
+``inst.query_callbacks(question, entities, relationships, text_units, communities)`` in
+``callbacks=[...]`` of any ``graphrag.api`` search and send ``inst.feedback(cb.query_id, score)``.
+Triples are keyed ``"SOURCE|TARGET"``, GraphRAG's own merge key, so learned scores survive
+re-extraction, added documents and ``graphrag update`` (:mod:`~triage_graphrag.translate`). The former
 functions (``observe_index``, ``local_search``, ``global_search``, ``query_callbacks``,
 ``feedback``, each with ``manager=``) still work, as thin wrappers over the instrumentor.
 
 The modules follow the adapter skeleton: :mod:`~triage_graphrag.instrument` (the instrumentor),
 :mod:`~triage_graphrag.translate` (tables and query contexts -> events),
 :mod:`~triage_graphrag.reweight` (priorities -> GraphRAG's ranking knobs), plus
-:mod:`~triage_graphrag.indexing` (the observed index run). GraphRAG is imported lazily: importing
+:mod:`~triage_graphrag.indexing` (the observed index and update runs) and
+:mod:`~triage_graphrag.hooks` (the engine-factory hook behind plain ``graphrag.api`` calls). GraphRAG is imported lazily: importing
 this package (or its entry-point module ``plugin``) imports nothing from ``graphrag``.
 """
 
@@ -39,7 +45,13 @@ from triage_graphrag.instrument import (
     query_callbacks,
 )
 from triage_graphrag.reweight import mixed_context_class, reweight_relationships, reweight_reports
-from triage_graphrag.translate import GraphTables, triple_id
+from triage_graphrag.translate import (
+    GraphTables,
+    legacy_triple_id,
+    migrate_legacy_scores,
+    stable_key,
+    triple_id,
+)
 
 __all__ = [
     "GraphRAGInstrumentor",
@@ -50,8 +62,10 @@ __all__ = [
     "global_search",
     "graph_tables",
     "instrument",
+    "legacy_triple_id",
     "local_search",
     "manager_for",
+    "migrate_legacy_scores",
     "mixed_context_class",
     "observe_index",
     "query_callbacks",
@@ -59,6 +73,7 @@ __all__ = [
     "register_offline_models",
     "reweight_relationships",
     "reweight_reports",
+    "stable_key",
     "triple_id",
 ]
 

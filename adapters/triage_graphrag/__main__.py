@@ -1,7 +1,10 @@
-"""``python -m triage_graphrag index --root DIR [--store PATH] [--method standard]``: an observed ``graphrag index``.
+"""``python -m triage_graphrag index|update --root DIR [--store PATH] [--method standard]``: an observed
+``graphrag index`` / ``graphrag update``.
 
-``graphrag index`` takes no callbacks and cannot know the triage workflow; this runs the same
-pipeline through ``graphrag.api.build_index`` with :func:`triage_graphrag.observe_index` installed.
+``graphrag index`` / ``graphrag update`` take no callbacks and cannot know the triage workflow; this
+runs the same pipeline through ``graphrag.api.build_index`` with :func:`triage_graphrag.observe_index`
+installed (``update``: ``is_update_run=True``, the ``<method>-update`` pipeline observed, the merged
+graph emitted).
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m triage_graphrag", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    index = sub.add_parser("index", help="build a GraphRAG index with triage observation")
+    for name, text in (
+        ("index", "build a GraphRAG index with triage observation"),
+        ("update", "update a GraphRAG index with new documents (graphrag update), observed"),
+    ):
+        _arguments(sub.add_parser(name, help=text))
+    args = parser.parse_args(argv)
+    return _run(args)
+
+
+def _arguments(index: argparse.ArgumentParser) -> None:
     index.add_argument("--root", type=Path, default=Path.cwd(), help="GraphRAG project root (settings.yaml)")
     index.add_argument(
         "--store", default=None, help="triage store (default: $TRIAGE_STORE or ROOT/triage.sqlite)"
@@ -28,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="register the offline model types (triage_offline_chat / _embedding)",
     )
-    args = parser.parse_args(argv)
 
+
+def _run(args: argparse.Namespace) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import graphrag.api as api
 
@@ -42,8 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         register_offline_models()
     store = args.store or os.environ.get("TRIAGE_STORE") or str(args.root / "triage.sqlite")
     with TriageManager(store=store) as manager:
-        obs = observe_index(args.root, manager=manager, logprobs=not args.no_logprobs, method=args.method)
-        results = asyncio.run(api.build_index(obs.config, method=args.method, callbacks=obs.callbacks))
+        update = args.command == "update"
+        observed = f"{args.method}-update" if update else args.method
+        obs = observe_index(args.root, manager=manager, logprobs=not args.no_logprobs, method=observed)
+        results = asyncio.run(
+            api.build_index(obs.config, method=args.method, is_update_run=update, callbacks=obs.callbacks)
+        )
         manager.flush()
     failed = [r.workflow for r in results if r.error is not None]
     print(

@@ -16,8 +16,23 @@ changes, all through GraphRAG's public extension points:
    strips the chunk before formatting the prompt). Models that return no log-probabilities leave
    TCS N/A.
 
-``graphrag index`` (the CLI) takes no callbacks and does not know the workflow: run
-``python -m triage_graphrag index --root DIR`` instead, which installs the same observation.
+**Incremental updates.** Observe an update with ``observe(config, manager, method="standard-update")``
+and run ``build_index(obs.config, is_update_run=True, callbacks=obs.callbacks)``. GraphRAG then
+indexes only the new documents into a delta, and its update workflows merge the delta into the
+output tables. The workflow emits the extraction events of the new text units (from the delta) and
+the graph event of the **merged** graph (read from the output tables, not the delta). Triple keys
+are GraphRAG's merge key (:func:`~triage_graphrag.translate.triple_id`), so a relationship the new
+documents mention again keeps its key and its learned score. Before emitting the graph, scores
+stored under pre-#16 keys are carried over (:func:`~triage_graphrag.translate.migrate_legacy_scores`).
+
+**Failures are reported.** GraphRAG stops the pipeline at the first failing workflow, so the triage
+workflow never runs: ``obs.callbacks`` (pass them to ``build_index``) logs a warning naming the
+failed workflow, ``obs.error`` records it, and ``obs.close()`` warns when the observed run never
+reached the triage workflow.
+
+``graphrag index`` / ``graphrag update`` (the CLI) take no callbacks and do not know the workflow:
+run ``python -m triage_graphrag index --root DIR`` / ``python -m triage_graphrag update --root DIR``
+instead, which install the same observation.
 """
 
 from __future__ import annotations
@@ -30,7 +45,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from triage_graphrag.translate import GraphTables, RecordLogprobs, extraction_events, record_logprobs
+from triage_graphrag.translate import (
+    GraphTables,
+    RecordLogprobs,
+    extraction_events,
+    migrate_legacy_scores,
+    record_logprobs,
+)
 from triage_plugins.adapter_kit.logprobs import logprob_pairs
 from triage_plugins.contract.errors import ConfigError
 
@@ -202,11 +223,14 @@ class IndexObservation:
     """What :func:`observe` installed: pass ``config`` (and ``callbacks``) to ``build_index``.
 
     :ivar config: the observed copy of the configuration.
-    :ivar callbacks: workflow callbacks for ``build_index(callbacks=...)`` (none are needed today;
-        kept so call sites need not change when some are).
+    :ivar callbacks: workflow callbacks for ``build_index(callbacks=...)``: they report a run that
+        failed before the triage workflow (a warning, and :attr:`error`).
     :ivar workflow: the name of the registered workflow.
     :ivar recorder: the log-probability recorder of the extraction model (``None`` when disabled).
     :ivar events: counts of emitted events by kind, after the run.
+    :ivar method: the observed indexing method (``"standard-update"`` for incremental updates).
+    :ivar ran: whether the triage workflow ran (``False`` when an earlier workflow failed).
+    :ivar error: why nothing was observed (a failed workflow), else ``None``.
     """
 
     config: GraphRagConfig
@@ -217,6 +241,12 @@ class IndexObservation:
     callbacks: list[Any] = field(default_factory=list)
     events: dict[str, int] = field(default_factory=dict)
     tables: GraphTables | None = None
+    method: str = "standard"
+    ran: bool = False
+    error: str | None = None
+    warned: bool = False
+    started: bool = False
+    last_workflow: str = "<startup>"
 
     on_close: list[Any] = field(default_factory=list, repr=False)
 
@@ -225,41 +255,77 @@ class IndexObservation:
         from graphrag.index.workflows.factory import PipelineFactory
 
         PipelineFactory.workflows.pop(self.workflow, None)
+        if not self.ran and self.started and not self.warned:
+            self.failed(self.error or "the run stopped before the triage workflow")
         if self.recorder is not None:
             _recorders.pop(self.recorder.key, None)
         while self.on_close:
             self.on_close.pop()()
 
+    def failed(self, why: str) -> None:
+        """Warn (once) that this run emitted no index events, and why."""
+        self.error = why
+        if not self.warned:
+            self.warned = True
+            log.warning(
+                "triage: GraphRAG indexing did not reach the triage workflow (%s); no extraction or graph "
+                "events were emitted for this run — fix the failure and index again",
+                why,
+            )
+
     async def _run(self, config: Any, context: Any) -> Any:
         """The registered workflow: read the output tables, emit extraction and graph events."""
         from graphrag.index.typing.workflow import WorkflowFunctionOutput
 
+        self.ran = True
         try:
-            await self._emit(context.output_table_provider)
+            merged = self._merged_provider(config, context)
+            await self._emit(context.output_table_provider, merged)
         except Exception as exc:  # noqa: BLE001 - instrumentation never breaks the host
             log.warning("triage observation of the GraphRAG index failed: %s", exc, exc_info=exc)
         return WorkflowFunctionOutput(result=None)
 
-    async def _emit(self, provider: Any) -> None:
-        async def table(name: str) -> Any:
-            return await provider.read_dataframe(name) if await provider.has(name) else None
+    def _merged_provider(self, config: Any, context: Any) -> Any:
+        """The output tables of an update run (the merged graph), or ``None`` for a standard run."""
+        stamp = context.state.get("update_timestamp")
+        if context.previous_table_provider is None or stamp is None:
+            return None
+        if not self.method.endswith("-update"):
+            log.warning(
+                "triage: an update run (is_update_run=True) observed with method %r: GraphRAG's update "
+                "workflows did not run, so the delta is not merged; observe with method='standard-update'",
+                self.method,
+            )
+            return None
+        from graphrag.index.run.utils import get_update_table_providers
 
-        entities = await table("entities")
-        relationships = await table("relationships")
-        text_units = await table("text_units")
-        communities = await table("communities")
+        return get_update_table_providers(config, stamp)[0]
+
+    async def _emit(self, provider: Any, merged: Any = None) -> None:
+        """Extraction events from ``provider`` (the run's own tables: the delta of an update run),
+        the graph event from ``merged`` when given (the merged output of an update run)."""
+
+        async def table(name: str, source: Any = provider) -> Any:
+            return await source.read_dataframe(name) if await source.has(name) else None
+
+        graph_source = merged if merged is not None else provider
+        entities = await table("entities", graph_source)
+        relationships = await table("relationships", graph_source)
+        text_units = await table("text_units", graph_source)
+        communities = await table("communities", graph_source)
+        run_units = text_units if merged is None else await table("text_units")
         raw = await table("raw_relationships")
-        if entities is None or relationships is None or text_units is None:
+        if entities is None or relationships is None or text_units is None or run_units is None:
             log.warning("GraphRAG output has no entities/relationships/text_units table; nothing to observe")
             return
         tables = GraphTables.from_frames(entities, relationships, text_units, communities)
         self.tables = tables
-        logprobs = self.recorder.by_text_unit(text_units) if self.recorder is not None else None
+        logprobs = self.recorder.by_text_unit(run_units) if self.recorder is not None else None
         model = self.config.get_completion_model_config(self.config.extract_graph.completion_model_id).model
         if raw is not None:
             for event in extraction_events(
                 raw,
-                text_units,
+                run_units,
                 run_id=self.run_id,
                 entity_types=tables.entity_types,
                 logprobs=logprobs,
@@ -269,8 +335,34 @@ class IndexObservation:
                 self.events["extraction"] = self.events.get("extraction", 0) + 1
         else:
             log.warning("no raw_relationships snapshot (snapshots.raw_graph is off): no extraction events")
+        try:
+            migrate_legacy_scores(self.manager, tables.triples)
+        except Exception as exc:  # noqa: BLE001 - a failed carry-over never blocks the graph event
+            log.warning("triage: carrying old-style triple scores over failed: %s", exc, exc_info=exc)
         self.manager.emit_graph(tables.graph_event())
         self.events["graph"] = self.events.get("graph", 0) + 1
+
+
+def _workflow_callbacks(obs: IndexObservation) -> Any:
+    """GraphRAG ``WorkflowCallbacks`` that report a run which failed before the triage workflow."""
+    from graphrag.callbacks.noop_workflow_callbacks import NoopWorkflowCallbacks
+
+    class TriageWorkflowCallbacks(NoopWorkflowCallbacks):
+        def pipeline_start(self, names: list[str]) -> None:
+            obs.started = True
+
+        def workflow_start(self, name: str, instance: object) -> None:
+            obs.last_workflow = name
+
+        def pipeline_error(self, error: BaseException) -> None:
+            obs.failed(f"workflow {obs.last_workflow!r} failed: {type(error).__name__}: {error}")
+
+        def pipeline_end(self, results: list[Any]) -> None:
+            if not obs.ran:
+                failed = [r.workflow for r in results if getattr(r, "error", None) is not None]
+                obs.failed(f"workflow {failed[0]!r} failed" if failed else "the triage workflow did not run")
+
+    return TriageWorkflowCallbacks()
 
 
 def _load(config_or_root: Any) -> GraphRagConfig:
@@ -305,7 +397,8 @@ def observe(
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` to emit to.
     :param logprobs: wrap the extraction model to record token log-probabilities.
     :param method: the indexing method whose pipeline is observed (``"standard"``, ``"fast"``,
-        ``"standard-update"`` ...), used when the config names no ``workflows`` of its own.
+        ``"standard-update"`` for ``build_index(..., is_update_run=True)`` ...), used when the config
+        names no ``workflows`` of its own.
     :return: the observation; its ``config`` is the instrumented copy to index with.
     """
     from graphrag.index.workflows.factory import PipelineFactory
@@ -332,7 +425,10 @@ def observe(
             config.completion_models[EXTRACTION_MODEL_ID] = type(model)(**data)
             config.extract_graph.completion_model_id = EXTRACTION_MODEL_ID
     run_id = f"graphrag-index-{uuid.uuid4().hex[:12]}"
-    obs = IndexObservation(config, manager, f"triage_observe_{uuid.uuid4().hex[:8]}", recorder, run_id)
+    obs = IndexObservation(
+        config, manager, f"triage_observe_{uuid.uuid4().hex[:8]}", recorder, run_id, method=method
+    )
+    obs.callbacks.append(_workflow_callbacks(obs))
     PipelineFactory.register(obs.workflow, obs._run)
     workflows = config.workflows or list(PipelineFactory.pipelines.get(method, []))
     if not workflows:

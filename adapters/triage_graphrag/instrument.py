@@ -1,31 +1,34 @@
 """Instrumentation of GraphRAG 3.3: indexing, queries (retrieval, gate, generation) and feedback.
 
 GraphRAG is driven through functions (``graphrag.api.build_index`` / ``local_search`` /
-``global_search``), so there is no instance to wrap: :class:`GraphRAGInstrumentor` (the adapter's
-:class:`~triage_plugins.adapter_kit.Instrumentor`) holds the manager and offers the observed
-versions of those functions::
+``global_search`` / ``drift_search`` / ``basic_search``), so there is no instance to wrap:
+:class:`GraphRAGInstrumentor` (the adapter's :class:`~triage_plugins.adapter_kit.Instrumentor`)
+holds the manager, and while it is instrumented the engine factories ``graphrag.api`` uses are
+hooked (:mod:`triage_graphrag.hooks`). Learning with plain ``graphrag.api`` calls::
 
-    inst = GraphRAGInstrumentor().instrument(store="triage.sqlite", reweight=True)
-    obs = inst.observe_index(config)                 # see triage_graphrag.indexing
-    await graphrag.api.build_index(obs.config, callbacks=obs.callbacks)
-    with inst.query("q-1"):
-        result = await inst.local_search(config, entities, communities, reports, text_units,
-                                         relationships, None, 2, "Multiple Paragraphs", question)
-    inst.feedback("q-1", 1.0)
-    inst.uninstrument()                              # closes the observations (and an owned manager)
+    inst = instrument(store="triage.sqlite", reweight=True)       # the switch
+    cb = inst.query_callbacks(question, entities, relationships, text_units, communities)
+    response, context = await graphrag.api.local_search(..., query=question, callbacks=[cb])
+    inst.feedback(cb.query_id, 0.0)                               # the next search ranks differently
+    inst.uninstrument()
 
-``local_search`` / ``global_search`` take the parameters of ``graphrag.api``'s functions of the
-same name and return what they return — a ``(response, context)`` pair — as a
-:class:`SearchResult` that also carries ``query_id``, the retrieval event and the gate decision.
-Or pass :meth:`~GraphRAGInstrumentor.query_callbacks` to GraphRAG yourself.
+``cb`` works for every ``graphrag.api`` search; the kind of search is learnt from the engine
+GraphRAG builds, and with reweighting on that engine's ranking follows the learned priorities
+(:func:`triage_graphrag.reweight.prepare_engine`: triplet and chunk level for local search and
+DRIFT's local steps, report weights for global search). Before any feedback changes an order, the
+context is byte-identical to plain GraphRAG's. The observed wrappers :meth:`~GraphRAGInstrumentor.local_search`
+/ :meth:`~GraphRAGInstrumentor.global_search` take ``graphrag.api``'s parameters and return its
+``(response, context)`` as a :class:`SearchResult` that also carries ``query_id``, the retrieval
+event and the gate decision; :meth:`~GraphRAGInstrumentor.observe_index` observes indexing and
+``graphrag update`` runs (:mod:`triage_graphrag.indexing`).
 
-From ``on_context`` (called by local search before the answer is generated, by global search after
-the map step and before the reduce step) a **retrieval** event is built
-(:func:`triage_graphrag.translate.retrieval_event`). The gate (``manager.gate``) is asked
-synchronously; GraphRAG cannot be rerouted from a callback, so a ``warn``/``reroute`` decision is
-logged and returned on the result for the caller to act on. The **generation** event follows the
-response. With reweighting on (default: the manager's ``config.reweight``), the searches run with
-GraphRAG's ranking knobs rewritten (:mod:`triage_graphrag.reweight`).
+From ``on_context`` (called by local and basic search before the answer is generated, by global
+search after the map step, by each DRIFT action) a **retrieval** event is built
+(:func:`triage_graphrag.translate.retrieval_event`); DRIFT's action contexts are merged into one
+event, emitted when its reduce step starts. The gate (``manager.gate``) is asked synchronously;
+GraphRAG cannot be rerouted from a callback, so a ``warn``/``reroute`` decision is logged and
+returned on the result for the caller to act on. The **generation** event is the response (the
+streamed tokens, emitted at the query's feedback when the caller did not call ``cb.generation``).
 
 The module-level functions (:func:`observe_index`, :func:`local_search`, :func:`global_search`,
 :func:`query_callbacks`, :func:`feedback`) are the former API, kept as thin wrappers over a
@@ -72,6 +75,7 @@ __all__ = [
 log = logging.getLogger("triage.graphrag")
 
 TABLES_KEPT = 4  # sets of frames whose GraphTables are kept
+PENDING_KEPT = 256  # queries whose generation event may still come from their streamed tokens
 
 
 class SearchResult(tuple):
@@ -134,20 +138,55 @@ class _QueryRecorder:
     """The triage side of one query's callbacks (kept apart from GraphRAG's class, built lazily)."""
 
     def __init__(
-        self, manager: TriageManager, tables: GraphTables, query: str, query_id: str, retriever: str
+        self,
+        manager: TriageManager,
+        tables: GraphTables,
+        query: str,
+        query_id: str,
+        retriever: str,
+        reweight: bool = False,
+        top_k_reports: int | None = None,
     ) -> None:
         self.manager = manager
         self.tables = tables
         self.query = query
         self.query_id = query_id
         self.retriever = retriever
+        self.reweight = reweight
+        self.top_k_reports = top_k_reports
         self.started = time.perf_counter()
         self.retrieval: RetrievalEvent | None = None
         self.decision: GateDecision | None = None
         self.tokens: list[str] = []
         self.generated = False
+        self.drift_contexts: list[Any] = []  # DRIFT: one local context per action, one event per query
+
+    def engine_built(self, kind: str, engine: Any) -> None:
+        """GraphRAG's factory built the engine of this query (:mod:`triage_graphrag.hooks`)."""
+        self.retriever = kind
+        if not self.reweight:
+            return
+        try:
+            from triage_graphrag.reweight import prepare_engine
+
+            prepare_engine(
+                kind, engine, self.manager, self.query, self.query_id, self.tables, self.top_k_reports
+            )
+        except Exception as exc:  # noqa: BLE001 - GraphRAG then runs with its own ranking
+            log.warning("triage reweighting of the %s search skipped: %s", kind, exc, exc_info=exc)
 
     def on_context(self, context: Any) -> None:
+        if self.retriever == "drift":  # every DRIFT action builds a local context: keep them
+            self.drift_contexts.append(context)
+            return
+        self._retrieval(context)
+
+    def drift_done(self) -> None:
+        """DRIFT's actions are done (its reduce step starts): one retrieval event for all of them."""
+        if self.retriever == "drift" and self.retrieval is None:
+            self._retrieval(list(self.drift_contexts))
+
+    def _retrieval(self, context: Any) -> None:
         try:
             seconds = time.perf_counter() - self.started
             event = retrieval_event(self.tables, context, self.query, self.query_id, self.retriever, seconds)
@@ -171,6 +210,7 @@ class _QueryRecorder:
         """Emit the generation event for ``response`` (the streamed tokens when ``None``); once per query."""
         if self.generated:
             return None
+        self.drift_done()
         self.generated = True
         try:
             if isinstance(response, str):
@@ -206,8 +246,14 @@ def _callbacks_class() -> type:
             def on_context(self, context: Any) -> None:
                 self.triage.on_context(context)
 
+            def triage_engine_built(self, kind: str, engine: Any) -> None:
+                self.triage.engine_built(kind, engine)
+
             def on_llm_new_token(self, token: Any) -> None:
                 self.triage.tokens.append(str(token))
+
+            def on_reduce_response_start(self, reduce_response_context: Any) -> None:
+                self.triage.drift_done()
 
             def on_reduce_response_end(self, reduce_response_output: str) -> None:
                 self.triage.generation(reduce_response_output)
@@ -233,11 +279,19 @@ class GraphRAGInstrumentor(Instrumentor):
     def _instrument(self, host: Any) -> None:
         if host is not None:
             raise ConfigError("GraphRAG has no instance to instrument: call instrument() without one")
+        from triage_graphrag import hooks
+
+        self._pending: LRU[str, _QueryRecorder] = LRU(PENDING_KEPT)
+        self._migrated: set[int] = set()
+        self._on_uninstrument(hooks.acquire())
 
     def observe_index(
         self, config_or_root: Any, *, logprobs: bool = True, method: str = "standard"
     ) -> indexing.IndexObservation:
-        """Observe an indexing run (:func:`triage_graphrag.indexing.observe`); closed by uninstrument()."""
+        """Observe an indexing run (:func:`triage_graphrag.indexing.observe`); closed by uninstrument().
+
+        For ``build_index(..., is_update_run=True)`` (``graphrag update``) pass ``method="standard-update"``.
+        """
         obs = indexing.observe(config_or_root, self.manager, logprobs=logprobs, method=method)
         self._on_uninstrument(obs.close)
         return obs
@@ -252,16 +306,47 @@ class GraphRAGInstrumentor(Instrumentor):
         *,
         retriever: str = "local",
         query_id: str | None = None,
+        top_k_reports: int | None = None,
     ) -> Any:
-        """GraphRAG ``QueryCallbacks`` for one query; pass them in ``callbacks=[...]`` of any search.
+        """GraphRAG ``QueryCallbacks`` for one query; pass them in ``callbacks=[...]`` of any ``graphrag.api`` search.
 
-        After the search, call ``cb.generation(response)``: GraphRAG 3.3 has no end-of-answer callback
-        (a later version calling ``on_reduce_response_end`` is handled, once). ``cb.query_id`` is the id
-        for :meth:`feedback` (``query_id``, else the current ``query()`` block's, else a fresh one).
+        The search's kind (local, global, DRIFT, basic) is learnt from the engine GraphRAG builds; with
+        reweighting on, that engine's ranking follows the learned priorities (:mod:`triage_graphrag.hooks`).
+        The generation event is the streamed answer, emitted at :meth:`feedback` for this query (or
+        call ``cb.generation(response)`` yourself; once per query). ``cb.query_id`` is the id for
+        :meth:`feedback` (``query_id``, else the current ``query()`` block's, else a fresh one).
+
+        :param top_k_reports: with reweighting, global search keeps only this many reports (best P first).
         """
         tables = graph_tables(entities, relationships, text_units, communities)
+        self._carry_over(tables)
         qid = query_id or self._next_query_id()
-        return _callbacks_class()(_QueryRecorder(self.manager, tables, query, qid, retriever))
+        recorder = _QueryRecorder(
+            self.manager, tables, query, qid, retriever, reweight=self.reweight, top_k_reports=top_k_reports
+        )
+        self._pending.put(qid, recorder)
+        return _callbacks_class()(recorder)
+
+    def _carry_over(self, tables: GraphTables) -> None:
+        """Carry scores of old-style triple keys over to these tables' keys (once per set of tables)."""
+        if id(tables) in self._migrated:
+            return
+        self._migrated.add(id(tables))
+        from triage_graphrag.translate import migrate_legacy_scores
+
+        self._guard(
+            "carrying old-style triple scores over", migrate_legacy_scores, self.manager, tables.triples
+        )
+
+    def feedback(
+        self, query_id: str, score: float, source: str = "human", raw: str | int | float | None = None
+    ) -> FeedbackEvent:
+        """Send a score in [0, 1] for an answered query; a search run through ``graphrag.api`` with
+        :meth:`query_callbacks` gets its generation event (the streamed answer) first."""
+        recorder = self._pending.get(query_id) if self.is_instrumented else None
+        if recorder is not None:
+            recorder.generation(None)
+        return super().feedback(query_id, score, source, raw)
 
     async def local_search(
         self,
@@ -280,35 +365,21 @@ class GraphRAGInstrumentor(Instrumentor):
         *,
         query_id: str | None = None,
     ) -> SearchResult:
-        """``graphrag.api.local_search``, observed; with reweighting the context follows P.
+        """``graphrag.api.local_search`` with :meth:`query_callbacks`; with reweighting the context follows P.
 
-        Reweighting rewrites ``combined_degree`` in a copy of ``relationships`` (triplet level) and
-        builds the engine with the P-ordered text-unit context (chunk level); with reweighting off,
-        or when no plugin answers, GraphRAG runs unchanged.
+        With reweighting, the engine's context builder ranks relationships (triplet level) and text
+        units (chunk level) by P; with reweighting off, or before any feedback changes an order,
+        GraphRAG runs unchanged.
         """
         from graphrag import api
 
-        from triage_graphrag.reweight import local_reweighted, reweight_relationships
-
         cb = self.query_callbacks(query, entities, relationships, text_units, communities, query_id=query_id)
-        calls = [*(callbacks or []), cb]
-        if self.reweight:
-            rels = self._guard(
-                "triplet reweighting", reweight_relationships, relationships, cb.triage.tables,
-                self.manager, query, cb.query_id,
-            )  # fmt: skip
-            response, context = await local_reweighted(
-                config, entities, communities, community_reports, text_units,
-                relationships if rels is None else rels, covariates, community_level, response_type,
-                query, calls, verbose, self.manager, cb.query_id,
-            )  # fmt: skip
-        else:
-            response, context = await api.local_search(
-                config=config, entities=entities, communities=communities,
-                community_reports=community_reports, text_units=text_units, relationships=relationships,
-                covariates=covariates, community_level=community_level, response_type=response_type,
-                query=query, callbacks=calls, verbose=verbose,
-            )  # fmt: skip
+        response, context = await api.local_search(
+            config=config, entities=entities, communities=communities,
+            community_reports=community_reports, text_units=text_units, relationships=relationships,
+            covariates=covariates, community_level=community_level, response_type=response_type,
+            query=query, callbacks=[*(callbacks or []), cb], verbose=verbose,
+        )  # fmt: skip
         cb.generation(response)
         return SearchResult(response, context, cb.query_id, cb.triage.retrieval, cb.triage.decision)
 
@@ -330,7 +401,7 @@ class GraphRAGInstrumentor(Instrumentor):
         query_id: str | None = None,
         top_k_reports: int | None = None,
     ) -> SearchResult:
-        """``graphrag.api.global_search``, observed; with reweighting the reports follow P.
+        """``graphrag.api.global_search`` with :meth:`query_callbacks`; with reweighting the reports follow P.
 
         :param relationships: the ``relationships`` table — global search itself does not take it, but
             without it the reports cannot be mapped to triples (K_S stays empty) or reweighted.
@@ -339,24 +410,18 @@ class GraphRAGInstrumentor(Instrumentor):
         """
         from graphrag import api
 
-        from triage_graphrag.reweight import global_reweighted
-
         cb = self.query_callbacks(
-            query, entities, relationships, text_units, communities, retriever="global", query_id=query_id
-        )
-        calls = [*(callbacks or []), cb]
-        if self.reweight and relationships is not None and not dynamic_community_selection:
-            response, context = await global_reweighted(
-                config, entities, communities, community_reports, community_level, response_type, query,
-                calls, verbose, self.manager, cb.triage.tables, top_k_reports,
-            )  # fmt: skip
-        else:
-            response, context = await api.global_search(
-                config=config, entities=entities, communities=communities,
-                community_reports=community_reports, community_level=community_level,
-                dynamic_community_selection=dynamic_community_selection, response_type=response_type,
-                query=query, callbacks=calls, verbose=verbose,
-            )  # fmt: skip
+            query, entities, relationships, text_units, communities, retriever="global",
+            query_id=query_id, top_k_reports=top_k_reports,
+        )  # fmt: skip
+        if relationships is None:
+            cb.triage.reweight = False  # no triples to weigh the reports by
+        response, context = await api.global_search(
+            config=config, entities=entities, communities=communities,
+            community_reports=community_reports, community_level=community_level,
+            dynamic_community_selection=dynamic_community_selection, response_type=response_type,
+            query=query, callbacks=[*(callbacks or []), cb], verbose=verbose,
+        )  # fmt: skip
         cb.generation(response)
         return SearchResult(response, context, cb.query_id, cb.triage.retrieval, cb.triage.decision)
 

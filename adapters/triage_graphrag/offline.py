@@ -10,7 +10,9 @@ GraphRAG's built-in ``mock`` completion cannot stream, so queries need a model t
   when ``logprobs=True`` is asked; gleaning: nothing more (``<|COMPLETE|>`` / ``N``); description
   summaries: the descriptions joined; community reports: JSON naming the community's entities;
   global-search map: JSON points (one per report); global reduce: the first analyst point; local
-  answers (streamed or not): the description of the last relationship row in the context.
+  answers (streamed or not): the description of the last relationship row in the context; DRIFT:
+  the primer asks one follow-up (the question itself), each action answers as local search does,
+  in DRIFT's JSON, with no further follow-ups.
 - ``"triage_offline_embedding"`` (:class:`OfflineEmbedding`): character n-gram hashing vectors,
   so similarity is meaningful offline.
 
@@ -167,6 +169,16 @@ def _answer(messages: list[Any], response_format: Any, style: str = "reader") ->
     chunk = _extraction_input(first_user)
     if chunk is not None:
         return extraction_answer(chunk)
+    fields = getattr(response_format, "model_fields", None) or {}
+    if "intermediate_answer" in fields:  # DRIFT primer: one follow-up, the question again
+        query = first_user.split("For the query:", 1)[-1].split("The top-ranked community summaries:", 1)[0]
+        return json.dumps(
+            {
+                "intermediate_answer": "# Primer\n" + query.strip(),
+                "score": 50,
+                "follow_up_queries": [f"{query.strip()} In detail?"],
+            }
+        )
     if "Description List:" in first_user:
         tail = first_user.rsplit("Description List:", 1)[1].split("#######", 1)[0]
         return " ".join(re.findall(r'"([^"]+)"', tail)) or tail.strip()
@@ -190,16 +202,26 @@ def _answer(messages: list[Any], response_format: Any, style: str = "reader") ->
             for i, cells in enumerate(c for c in rows if len(c) >= 3 and c[0].strip().isdigit())
         ]
         return json.dumps({"points": points[:3] or [{"description": "nothing", "score": 0}]})
+    if "'follow_up_queries': List[str]" in system:  # a DRIFT action's local search: JSON, no follow-ups
+        answer = _local_answer(system, last, style)
+        return json.dumps({"response": answer, "score": 50, "follow_up_queries": []})
     lines = system.splitlines()
     for i, line in enumerate(lines):  # global reduce: the first analyst's point
         if line.startswith("Importance Score:") and i + 1 < len(lines):
             return lines[i + 1].strip()
+    return _local_answer(system, last, style)
+
+
+def _local_answer(system: str, question: str, style: str) -> str:
+    """Local search's answer: the offline reader (``"reader"``) or the last relationship row's description."""
     rows = [
-        c for c in (line.split("|") for line in lines) if len(c) >= 4 and c[0].isdigit() and c[1].isupper()
+        c
+        for c in (line.split("|") for line in system.splitlines())
+        if len(c) >= 4 and c[0].isdigit() and c[1].isupper()
     ]
-    if rows:  # local search
+    if rows:
         if style == "reader":  # the shared offline reader over the descriptions and sources
-            answer = answer_from_context(last, system)
+            answer = answer_from_context(question, system)
             if answer != NOTHING_FOUND:
                 return answer
         return rows[-1][3]  # "last-row": the last relationship that made it into the context
@@ -326,7 +348,8 @@ class OfflineEmbedding:
 
 
 def offline_config(root: Any, *, answer: str = "reader", **overrides: Any) -> Any:
-    """A ``GraphRagConfig`` for an offline index under ``root`` (input/, output/, lancedb/, logs/; cache off).
+    """A ``GraphRagConfig`` for an offline index under ``root`` (input/, output/, update_output/, lancedb/,
+    logs/; cache off).
 
     Uses the offline model types (registered here), a raw-graph snapshot, small chunks and no
     gleaning. ``answer`` picks how the offline chat model answers local search: ``"reader"`` (the
@@ -356,6 +379,7 @@ def offline_config(root: Any, *, answer: str = "reader", **overrides: Any) -> An
         },
         "input_storage": {"base_dir": str(root / "input")},
         "output_storage": {"base_dir": str(root / "output")},
+        "update_output_storage": {"base_dir": str(root / "update_output")},
         "reporting": {"base_dir": str(root / "logs")},
         "cache": {"type": "none"},
         "vector_store": {"db_uri": str(root / "lancedb"), "vector_size": DIMENSION},

@@ -3,15 +3,23 @@
 Reweighting is opt-in (``TriageConfig(reweight=True)``): every function here asks ``triage_rerank``
 for the candidates' priorities (:func:`triage_plugins.adapter_kit.ordering.ask_priorities`), orders
 them with :func:`~triage_plugins.adapter_kit.ordering.host_order`, and leaves GraphRAG untouched
-when no plugin answers. :func:`local_reweighted` and :func:`global_reweighted` run
-``graphrag.api``'s searches step by step with these knobs installed.
+when no plugin answers **or when the priorities rank the candidates as GraphRAG already does**
+(:func:`keeps_ranking`): before any feedback the learner's P is a monotone function of GraphRAG's own
+relevance, so what the LLM sees is byte-identical to plain GraphRAG until feedback changes an order.
 
-**Triplet level (local search).** Local search ranks a selected entity's relationships by
-``rank = int(combined_degree)`` (the ``weight`` column is display-only): in-network relationships
-all enter the context in rank order, out-of-network ones are sorted by (links, rank) and cut at
-``top_k_relationships × |selected entities|``. :func:`reweight_relationships` sends every
-relationship with S_r = combined_degree / max combined_degree, and writes P back as an integer
-``combined_degree = level(P) · (max_degree + 1) + combined_degree``, where level(P) ∈ [0, 10⁶] is P
+The knobs are installed on the engine ``graphrag.api`` builds (:func:`prepare_engine`, called by
+the engine-factory hook of :mod:`triage_graphrag.hooks` when a triage ``QueryCallbacks`` with
+reweighting is among the search's callbacks), so ``graphrag.api.local_search`` / ``global_search``
+/ ``drift_search`` run GraphRAG's own code with them; no GraphRAG step is re-implemented.
+
+**Triplet level (local search, DRIFT's local steps).** Local search ranks a selected entity's
+relationships by ``rank = int(combined_degree)`` (the ``weight`` column is display-only): in-network
+relationships all enter the context in rank order, out-of-network ones are sorted by (links, rank)
+and cut at ``top_k_relationships × |selected entities|``. The context builder
+(:func:`mixed_context_class`) sends every relationship with S_r = rank / max rank and, for the
+duration of one ``build_context``, gives the relationships the integer rank
+``level(P) · (max_rank + 1) + rank`` (:func:`reweight_relationships` does the same on a
+``relationships`` frame's ``combined_degree``), where level(P) ∈ [0, 10⁶] is P
 min-max scaled and rounded: P decides, and where P ties (to 10⁻⁶) GraphRAG's own degree order
 stands, so equal scores reproduce GraphRAG's ranking exactly. The whole frame is sent because the
 selected entities are only known inside the search; GraphRAG itself converts the whole frame on
@@ -53,9 +61,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEVELS",
-    "global_reweighted",
-    "local_reweighted",
+    "keeps_ranking",
     "mixed_context_class",
+    "prepare_engine",
     "priority_ranks",
     "reweight_relationships",
     "reweight_reports",
@@ -75,6 +83,19 @@ def priority_ranks(priorities: Sequence[float], degrees: Sequence[float]) -> lis
     base = max(deg, default=0) + 1
     levels = [round((x - low) / spread * LEVELS) if spread > 0 else 0 for x in p]
     return [level * base + d for level, d in zip(levels, deg, strict=True)]
+
+
+def keeps_ranking(priorities: Sequence[float], keys: Sequence[float]) -> bool:
+    """Whether ``priorities`` rank the candidates as GraphRAG's own ``keys`` do (higher first).
+
+    True when a higher key never has a lower priority and equal keys have equal priorities: any
+    sort by the rewritten knob then equals GraphRAG's sort, so the knob is left untouched.
+    """
+    pairs = sorted(zip(keys, priorities, strict=True), key=lambda kp: kp[0])
+    for (k1, p1), (k2, p2) in zip(pairs, pairs[1:], strict=False):
+        if (k1 == k2 and p1 != p2) or (k1 < k2 and p1 > p2):
+            return False
+    return True
 
 
 def _priorities(
@@ -111,7 +132,7 @@ def reweight_relationships(
         return None
     top = max(degrees, default=0.0) or 1.0
     priorities = _priorities(manager, query, "triple", ids, [d / top for d in degrees], query_id)  # type: ignore[arg-type]
-    if priorities is None:
+    if priorities is None or keeps_ranking(priorities, degrees):
         return None
     out = relationships.copy()
     out["combined_degree"] = priority_ranks(priorities, degrees)
@@ -150,7 +171,7 @@ def reweight_reports(
                 answered = True
                 break
         values.append(value)
-    if not answered:
+    if not answered or keeps_ranking(values, weights):
         return None
     for value, report in zip(values, reports, strict=True):
         report.attributes = dict(report.attributes or {})
@@ -239,21 +260,38 @@ def mixed_context_class() -> type:
         triage_manager: Any = None
         triage_query_id: str | None = None
         triage_query: str = ""
+        triage_triples: bool = False
 
         @classmethod
         def from_builder(
-            cls, builder: LocalSearchMixedContext, manager: Any, query_id: str | None
+            cls,
+            builder: LocalSearchMixedContext,
+            manager: Any,
+            query_id: str | None,
+            *,
+            triples: bool = False,
         ) -> TriageMixedContext:
-            """A copy of GraphRAG's context builder with this class's text-unit ordering."""
+            """A copy of GraphRAG's context builder with this class's text-unit ordering (and, with
+            ``triples``, relationship ranks following P)."""
             new = cls.__new__(cls)
             new.__dict__.update(builder.__dict__)
             new.triage_manager = manager
             new.triage_query_id = query_id
+            new.triage_triples = triples
             return new
 
         def build_context(self, query: str, *args: Any, **kwargs: Any) -> Any:
             self.triage_query = query
-            return super().build_context(query, *args, **kwargs)
+            original = self.relationships
+            if self.triage_triples and self.triage_manager is not None:
+                try:
+                    self.relationships = _reweighted_relationships(self) or original
+                except Exception as exc:  # noqa: BLE001 - reweighting never breaks the search
+                    log.warning("triplet reweighting skipped: %s", exc)
+            try:
+                return super().build_context(query, *args, **kwargs)
+            finally:
+                self.relationships = original
 
         def _build_text_unit_context(
             self,
@@ -283,138 +321,74 @@ def mixed_context_class() -> type:
     return TriageMixedContext
 
 
-# --------------------------------------------------------------------------- the reweighted searches
+# --------------------------------------------------------------------------- triplet level on the builder
 
 
-def _collector() -> tuple[Any, dict[str, Any]]:
-    """A ``QueryCallbacks`` that keeps the last context it was shown, and the dict it keeps it in."""
-    from graphrag.callbacks.noop_query_callbacks import NoopQueryCallbacks
+def _reweighted_relationships(builder: Any) -> dict[str, Any] | None:
+    """The builder's relationships with ranks following P, or ``None`` (no answer, or GraphRAG's order)."""
+    from dataclasses import replace
 
-    context_data: dict[str, Any] = {}
+    from triage_graphrag.translate import triple_id
 
-    class _Collect(NoopQueryCallbacks):
-        def on_context(self, context: Any) -> None:
-            context_data.clear()
-            context_data.update(context)
+    rels = list(builder.relationships.values())
+    if not rels:
+        return None
+    ids = [triple_id(r.source, r.target) for r in rels]
+    ranks = [float(r.rank or 0) for r in rels]
+    top = max(ranks, default=0.0) or 1.0
+    p = _priorities(
+        builder.triage_manager, builder.triage_query, "triple", ids, [r / top for r in ranks],
+        builder.triage_query_id,
+    )  # fmt: skip
+    if p is None or keeps_ranking(p, ranks):
+        return None
+    new = priority_ranks(p, ranks)
+    return {key: replace(r, rank=n) for key, r, n in zip(builder.relationships, rels, new, strict=True)}
 
-    return _Collect(), context_data
+
+# --------------------------------------------------------------------------- engines built by graphrag.api
 
 
-async def _stream(engine: Any, query: str) -> str:
-    response = ""
-    async for chunk in engine.stream_search(query=query):
-        response += chunk
-    return response
+def _local_builder(builder: Any, manager: Any, query_id: str | None) -> Any:
+    return mixed_context_class().from_builder(builder, manager, query_id, triples=True)
 
 
-async def local_reweighted(
-    config: Any,
-    entities: pd.DataFrame,
-    communities: pd.DataFrame,
-    community_reports: pd.DataFrame,
-    text_units: pd.DataFrame,
-    relationships: pd.DataFrame,
-    covariates: pd.DataFrame | None,
-    community_level: int,
-    response_type: str,
-    query: str,
-    callbacks: list[Any],
-    verbose: bool,
-    manager: TriageManager,
-    query_id: str,
-) -> tuple[Any, Any]:
-    """``graphrag.api.local_search`` (3.3) step by step, with the engine's context builder replaced.
+def prepare_engine(
+    kind: str, engine: Any, manager: Any, query: str, query_id: str, tables: Any, top_k: Any
+) -> None:
+    """Install the reweighting knobs on a search engine GraphRAG's factory just built.
 
-    ``relationships`` is the frame to rank by (already reweighted by :func:`reweight_relationships`).
+    ``kind`` is ``"local"``, ``"global"``, ``"drift"`` or ``"basic"`` (basic search is observed only:
+    it ranks text units by embedding similarity alone, a knob this adapter does not rewrite).
     """
-    from graphrag.config.embeddings import entity_description_embedding
-    from graphrag.logger.standard_logging import init_loggers
-    from graphrag.query.factory import get_local_search_engine
-    from graphrag.query.indexer_adapters import (
-        read_indexer_covariates,
-        read_indexer_entities,
-        read_indexer_relationships,
-        read_indexer_reports,
-        read_indexer_text_units,
-    )
-    from graphrag.utils.api import get_embedding_store, load_search_prompt
-
-    init_loggers(config=config, verbose=verbose, filename="query.log")
-    collect, context_data = _collector()
-    engine = get_local_search_engine(
-        config=config,
-        reports=read_indexer_reports(community_reports, communities, community_level),
-        text_units=read_indexer_text_units(text_units),
-        entities=read_indexer_entities(entities, communities, community_level),
-        relationships=read_indexer_relationships(relationships),
-        covariates={"claims": read_indexer_covariates(covariates) if covariates is not None else []},
-        description_embedding_store=get_embedding_store(
-            config=config.vector_store, embedding_name=entity_description_embedding
-        ),
-        response_type=response_type,
-        system_prompt=load_search_prompt(config.local_search.prompt),
-        callbacks=[*callbacks, collect],
-    )
-    engine.context_builder = mixed_context_class().from_builder(engine.context_builder, manager, query_id)
-    response = await _stream(engine, query)
-    return response, dict(context_data)
+    if kind == "local":
+        engine.context_builder = _local_builder(engine.context_builder, manager, query_id)
+    elif kind == "drift":
+        local = _local_builder(engine.context_builder.local_mixed_context, manager, query_id)
+        engine.context_builder.local_mixed_context = local
+        engine.local_search.context_builder = local
+    elif kind == "global":
+        _prepare_global(engine, manager, query, tables, top_k)
 
 
-async def global_reweighted(
-    config: Any,
-    entities: pd.DataFrame,
-    communities: pd.DataFrame,
-    community_reports: pd.DataFrame,
-    community_level: int | None,
-    response_type: str,
-    query: str,
-    callbacks: list[Any],
-    verbose: bool,
-    manager: TriageManager,
-    tables: GraphTables,
-    top_k: int | None,
-) -> tuple[Any, Any]:
-    """``graphrag.api.global_search`` (3.3) step by step, with report weights set from P."""
-    from graphrag.logger.standard_logging import init_loggers
+def _prepare_global(engine: Any, manager: Any, query: str, tables: Any, top_k: int | None) -> None:
+    """Report weights from P (fixed community level only: dynamic selection is not reweighted)."""
     from graphrag.query.context_builder.community_context import _compute_community_weights
-    from graphrag.query.factory import get_global_search_engine
-    from graphrag.query.indexer_adapters import (
-        read_indexer_communities,
-        read_indexer_entities,
-        read_indexer_reports,
-    )
-    from graphrag.utils.api import load_search_prompt
 
-    init_loggers(config=config, verbose=verbose, filename="query.log")
-    collect, context_data = _collector()
-    reports = read_indexer_reports(community_reports, communities, community_level=community_level)
-    entities_ = read_indexer_entities(entities, communities, community_level=community_level)
-    engine = get_global_search_engine(
-        config,
-        reports=reports,
-        entities=entities_,
-        communities=read_indexer_communities(communities, community_reports),
-        response_type=response_type,
-        dynamic_community_selection=False,
-        map_system_prompt=load_search_prompt(config.global_search.map_prompt),
-        reduce_system_prompt=load_search_prompt(config.global_search.reduce_prompt),
-        general_knowledge_inclusion_prompt=load_search_prompt(config.global_search.knowledge_prompt),
-        callbacks=[*callbacks, collect],
-    )
+    builder = engine.context_builder
+    if getattr(builder, "dynamic_community_selection", None) is not None or tables is None:
+        return
     params = engine.context_builder_params
     weight_name = params.get("community_weight_name", "occurrence weight")
-    if reports and params.get("include_community_weight", True):
-        try:
-            _compute_community_weights(
-                reports,
-                entities_,
-                weight_attribute=weight_name,
-                normalize=params.get("normalize_community_weight", True),
-            )
-            kept = reweight_reports(reports, tables, manager, query, weight_name=weight_name, top_k=top_k)
-            if kept is not None:
-                engine.context_builder.community_reports = kept
-        except Exception as exc:  # noqa: BLE001 - reweighting never breaks the search
-            log.warning("report reweighting skipped: %s", exc)
-    response = await _stream(engine, query)
-    return response, dict(context_data)
+    reports = builder.community_reports
+    if not reports or not params.get("include_community_weight", True) or not builder.entities:
+        return
+    attrs = reports[0].attributes
+    if attrs is None or weight_name not in attrs:  # what build_community_context would compute, now
+        _compute_community_weights(
+            reports, builder.entities, weight_attribute=weight_name,
+            normalize=params.get("normalize_community_weight", True),
+        )  # fmt: skip
+    kept = reweight_reports(reports, tables, manager, query, weight_name=weight_name, top_k=top_k)
+    if kept is not None:
+        builder.community_reports = kept

@@ -1,23 +1,38 @@
-"""GraphRAG 3.3 output tables and query contexts -> triage events, with ids that survive re-indexing (DESIGN §3).
+"""GraphRAG 3.3 output tables and query contexts -> triage events, with ids that survive updates (DESIGN §3).
 
 GraphRAG 3.3 gives entities and relationships a fresh uuid4 on every index run, and the short ids
 in a query context (``human_readable_id``, the text-unit row label, the community number) are
 positions in one run's tables. Ids here are stable instead:
 
 - a **node** is the entity title (GraphRAG upper-cases titles; titles are unique in ``entities``);
-- a **triple** is keyed by its (source, target) titles plus the ids of the text units it was read
-  from (:func:`triple_id`); text-unit ids are content hashes, so the same relationship read from
-  the same text gets the same id in the next index run, and feedback learned for it carries over;
-- a **chunk** is the text unit id.
+- a **triple** is ``"SOURCE|TARGET"`` (:func:`triple_id`): the ordered pair of entity titles;
+- a **chunk** is the text unit id (a SHA-512 of the chunk text).
 
-GraphRAG relationships have no predicate label, only a description; the triple's ``predicate`` is
-that description (the summarized one in the graph, the per-chunk one in extraction events).
+**Merge rule.** The triple key is GraphRAG's own merge key. GraphRAG keeps one relationship per
+ordered (source, target) pair and merges every new mention into it: extraction groups a run's
+records by ``["source", "target"]`` (``extract_graph._merge_relationships``) and an incremental
+update merges old and delta tables the same way (``update.relationships._update_and_merge_relationships``:
+descriptions and ``text_unit_ids`` concatenated, the old ``id`` kept). GraphRAG relationships have
+no predicate label, so the pair *is* the relation's signature: the key does not change when the
+relationship is re-extracted, read from another chunk, summarized anew or merged by ``graphrag
+update``, and learned scores stay on it. The text units a relationship was read from are kept as
+data (``GraphView.sources``), not as identity; every per-chunk triple of an extraction event has the
+id of the graph triple it is merged into.
 
-A query context (what ``on_context`` receives) names rows by those short ids:
-:func:`retrieval_event` maps them back — local search gives entities (V_S), relationships (K_S) and
-sources (chunks, in context order); global search gives reports, whose communities' relationships
-and text units become K_S and the chunks. Mentions and their grounding come from the default
-grounder over entity titles (TRIAGE §4.3.1).
+**Old keys.** Before issue #16 the key was ``"SOURCE|TARGET|<12 hex>"`` (a digest of the text units,
+:func:`legacy_triple_id`). :func:`stable_key` maps such a key to its pair; scores stored under old
+keys are carried over by :func:`migrate_legacy_scores` (never deleted): a pair with no score of its
+own gets the mean raw score of its old keys.
+
+The triple's ``predicate`` is the relationship description (the summarized one in the graph, the
+per-chunk one in extraction events).
+
+A query context (what ``on_context`` receives) names rows by short ids: :func:`retrieval_event` maps
+them back — local search gives entities (V_S), relationships (K_S) and sources (chunks, in context
+order); global search gives reports, whose communities' relationships and text units become K_S and
+the chunks; basic search gives sources only; DRIFT gives one local context per action, merged into
+one event. Mentions and their grounding come from the default grounder over entity titles
+(TRIAGE §4.3.1).
 """
 
 from __future__ import annotations
@@ -25,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -53,8 +69,11 @@ __all__ = [
     "RecordLogprobs",
     "extraction_events",
     "generation_event",
+    "legacy_triple_id",
+    "migrate_legacy_scores",
     "record_logprobs",
     "retrieval_event",
+    "stable_key",
     "triple_id",
 ]
 
@@ -64,11 +83,48 @@ FRAMEWORK = "graphrag"
 NO_DESCRIPTION = "related to"
 
 
-def triple_id(source: str, target: str, text_unit_ids: Iterable[str]) -> str:
-    """``"SOURCE|TARGET|<12 hex>"``: the titles plus a digest of the (sorted, distinct) text-unit ids."""
+def triple_id(source: str, target: str) -> str:
+    """``"SOURCE|TARGET"``: the stable key of GraphRAG's one relationship per ordered pair (merge rule above)."""
+    return f"{str(source).strip()}|{str(target).strip()}"
+
+
+def legacy_triple_id(source: str, target: str, text_unit_ids: Iterable[str]) -> str:
+    """The key used before issue #16: ``"SOURCE|TARGET|<12 hex>"``, a digest of the sorted, distinct text units."""
     units = "\n".join(sorted({str(u) for u in text_unit_ids}))
     digest = hashlib.sha1(units.encode("utf-8")).hexdigest()[:12]
     return f"{source}|{target}|{digest}"
+
+
+_LEGACY = re.compile(r"^(?P<pair>[^|]+\|[^|]+)\|[0-9a-f]{12}$")
+
+
+def stable_key(key: str) -> str:
+    """The stable key of ``key``: an old ``SOURCE|TARGET|<12 hex>`` key gives ``SOURCE|TARGET``; others are kept."""
+    match = _LEGACY.match(key)
+    return match.group("pair") if match else key
+
+
+def migrate_legacy_scores(manager: Any, triple_ids: Iterable[str]) -> dict[str, float]:
+    """Seed each of ``triple_ids`` that has no learned score with the mean raw score of its old-style keys.
+
+    Old rows stay in the store (nothing is deleted); a pair that already has a score of its own keeps
+    it. Returns the scores seeded (logged when any).
+    """
+    wanted = set(triple_ids)
+    learned = manager.learned_scores("triple")
+    old: dict[str, list[float]] = {}
+    for key, raw in learned.items():
+        pair = stable_key(key)
+        if pair != key and pair in wanted and pair not in learned:
+            old.setdefault(pair, []).append(raw)
+    seeds = {pair: sum(values) / len(values) for pair, values in old.items()}
+    if seeds and manager.seed_scores("triple", seeds):
+        log.warning(
+            "triage_graphrag: carried the scores of %d old-style triple keys (SOURCE|TARGET|digest) over to "
+            "%d stable keys (SOURCE|TARGET); the old rows are kept",
+            sum(len(v) for v in old.values()), len(seeds),
+        )  # fmt: skip
+    return seeds
 
 
 def _list(value: Any) -> list[Any]:
@@ -110,6 +166,7 @@ class GraphTables:
     entity_types: dict[str, str] = field(default_factory=dict)
     unit_by_short: dict[str, str] = field(default_factory=dict)  # index label -> text unit id
     chunks: dict[str, Chunk] = field(default_factory=dict)  # text unit id -> chunk
+    unit_by_text: dict[str, str] = field(default_factory=dict)  # chunk text -> text unit id
     community_triples: dict[str, tuple[str, ...]] = field(default_factory=dict)
     community_units: dict[str, tuple[str, ...]] = field(default_factory=dict)
     row_ids: list[str] = field(default_factory=list)  # stable ids in the relationships frame's row order
@@ -136,7 +193,7 @@ class GraphTables:
         for row in relationships.itertuples(index=False):
             source, target = str(row.source), str(row.target)
             units = tuple(dict.fromkeys(str(u) for u in _list(getattr(row, "text_unit_ids", None))))
-            tid = triple_id(source, target, units)
+            tid = triple_id(source, target)
             out.triples[tid] = Triple(
                 tid,
                 source,
@@ -165,6 +222,7 @@ class GraphTables:
                 out.chunks[uid] = Chunk(
                     uid, doc, str(row.text), {"row": int(getattr(row, "human_readable_id", 0) or 0)}
                 )
+                out.unit_by_text.setdefault(str(row.text), uid)
         if communities is not None:
             for row in communities.itertuples(index=False):
                 key = str(row.community)
@@ -258,7 +316,8 @@ def extraction_events(
 
     ``raw_relationships`` rows group one (source, target) pair across chunks with ``description``
     and ``text_unit_ids`` aligned list-for-list; each pair (description, text unit) is one
-    per-chunk triple, with id :func:`triple_id` (source, target, [that text unit]).
+    per-chunk triple, with id :func:`triple_id` (source, target) — the id of the graph triple it is
+    merged into.
 
     :param logprobs: text unit id -> the relationship records of its extraction completions with
         token log-probabilities (from the logprob-recording model); triples without a matching
@@ -283,7 +342,7 @@ def extraction_events(
                     lps = rec.logprobs
                     break
             triple = Triple(
-                triple_id(source, target, [unit]), source, desc, target, types.get(source), types.get(target)
+                triple_id(source, target), source, desc, target, types.get(source), types.get(target)
             )
             per_unit.setdefault(unit, []).append(ExtractedTriple(triple, lps, desc))
     chunks = {
@@ -329,10 +388,35 @@ def _short(value: Any) -> str:
         return text
 
 
+def _local_rows(
+    t: GraphTables, context: Any, triples: dict[str, Triple], nodes: list[str], chunk_ids: list[str]
+) -> None:
+    """Add one local-search context's entities, relationships and sources (basic search: sources only)."""
+    for short, title in _rows(context, "entities", "id", "entity"):
+        title = str(title or t.entity_by_short.get(_short(short), "")).strip()
+        if title:
+            nodes.append(title)
+    for short, source, target in _rows(context, "relationships", "id", "source", "target"):
+        tid = t.by_short.get(_short(short)) or t.by_pair.get((str(source), str(target)))
+        if tid is not None:
+            triples[tid] = t.triples[tid]
+    for short, text in _rows(context, "sources", "id", "text"):
+        uid = t.unit_by_short.get(_short(short))
+        if uid is None or (text is not None and uid in t.chunks and t.chunks[uid].text != str(text)):
+            uid = t.unit_by_text.get(str(text)) if text is not None else uid
+        if uid is not None:
+            chunk_ids.append(uid)
+
+
 def retrieval_event(
     tables: GraphTables, context: Any, query: str, query_id: str, retriever: str, seconds: float
 ) -> RetrievalEvent:
-    """The retrieval event of one query context (``"local"`` or ``"global"`` search)."""
+    """The retrieval event of one query context.
+
+    ``retriever`` is ``"local"``, ``"global"`` (``context`` with a ``reports`` table), ``"basic"``
+    (``sources`` only) or ``"drift"`` (``context`` is the list of its actions' local contexts,
+    merged: triples and nodes deduplicated, chunks in first-seen order).
+    """
     t = tables
     triples: dict[str, Triple] = {}
     nodes: list[str] = []
@@ -343,18 +427,8 @@ def retrieval_event(
             triples.update((i, t.triples[i]) for i in t.community_triples.get(key, ()) if i in t.triples)
             chunk_ids.extend(t.community_units.get(key, ()))
     else:
-        for short, title in _rows(context, "entities", "id", "entity"):
-            title = str(title or t.entity_by_short.get(_short(short), "")).strip()
-            if title:
-                nodes.append(title)
-        for short, source, target in _rows(context, "relationships", "id", "source", "target"):
-            tid = t.by_short.get(_short(short)) or t.by_pair.get((str(source), str(target)))
-            if tid is not None:
-                triples[tid] = t.triples[tid]
-        for (short,) in _rows(context, "sources", "id"):
-            uid = t.unit_by_short.get(_short(short))
-            if uid is not None:
-                chunk_ids.append(uid)
+        for part in context if isinstance(context, list) else [context]:
+            _local_rows(t, part, triples, nodes, chunk_ids)
     chunks = tuple(t.chunks[c] for c in dict.fromkeys(chunk_ids) if c in t.chunks)
     grounding = t.grounder.ground(query)
     return RetrievalEvent(
