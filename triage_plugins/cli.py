@@ -6,6 +6,7 @@ parses options, calls it and renders the result.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.core
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -21,18 +23,103 @@ from rich.text import Text
 from triage_plugins import __version__
 from triage_plugins.contract.errors import TriageError
 
-app = typer.Typer(
+
+def _reflow(text: str | None) -> str | None:
+    """A docstring as typer's rich help should get it: the lines of each paragraph joined (typer keeps
+    the line breaks of every paragraph after the first), an indented block (examples) kept as is."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        p if any(line.startswith(" ") for line in p.splitlines()) else " ".join(p.split("\n"))
+        for p in paragraphs
+    )
+
+
+def _tidy(params: list[Any]) -> list[Any]:
+    """Help shows plain metavars: none after a flag (not ``<bool>``), an option's own ``FILE``/``N``
+    (not ``<path>``, ``<list[str]>``), and an argument by its name alone."""
+    for param in params:
+        if getattr(param, "param_type_name", "") == "argument":
+            param.metavar = param.metavar or (param.name or "").upper()
+            param.display_type_rich = lambda ctx: None  # the name column already says it
+        elif getattr(param, "is_flag", False):
+            param.metavar = ""
+        elif param.metavar is None:
+            param.metavar = (param.name or "value").upper()
+    return params
+
+
+class _Command(typer.core.TyperCommand):
+    """A typer command whose help reads at 80 columns: reflowed paragraphs, plain metavars."""
+
+    def __init__(self, *args: Any, help: str | None = None, **kwargs: Any) -> None:  # noqa: A002
+        super().__init__(*args, help=_reflow(help), **kwargs)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _tidy(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if getattr(param, "param_type_name", "") == "argument":
+                pieces.append(param.metavar if param.required else f"[{param.metavar}]")
+        return pieces
+
+
+class _Group(typer.core.TyperGroup):
+    """A typer group with the same help conventions as :class:`_Command`."""
+
+    def __init__(self, *args: Any, help: str | None = None, **kwargs: Any) -> None:  # noqa: A002
+        super().__init__(*args, help=_reflow(help), **kwargs)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _tidy(super().get_params(ctx))
+
+
+class _App(typer.Typer):
+    """``typer.Typer`` whose commands are :class:`_Command` unless told otherwise."""
+
+    def command(self, *args: Any, cls: type[typer.core.TyperCommand] | None = None, **kwargs: Any) -> Any:
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
+app = _App(
     name="triage",
-    help=(
-        "Observe, diagnose and improve graph-RAG pipelines (an installed framework's or your own) "
-        "with the TRIAGE metric suite and EvoRAG feedback learning. Everything runs offline by default."
-    ),
+    cls=_Group,
+    help="""Observe, diagnose and improve graph-RAG pipelines with the TRIAGE metrics.
+
+    Graph-RAG answers a question from a knowledge graph (KG) built from your documents. triage
+    measures each stage (extraction, the graph, retrieval, the answer), names the first link of the
+    chain that failed for each query, and learns triple scores from feedback (EvoRAG). Everything
+    runs offline by default: only triage feedback pull talks to a server, the one you name.
+
+    Examples, to start with (the demo writes triage-demo.sqlite in the current folder):
+
+      triage demo
+      triage report triage-demo.sqlite --html report.html
+      triage explain ERC
+
+    STORE, wherever it appears, is a SQLite file or a postgresql:// URL. Run triage COMMAND --help
+    for each command's inputs, outputs and defaults.
+    """,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-store_app = typer.Typer(
-    help="Inspect and prune a triage store (a SQLite file or a PostgreSQL database).", no_args_is_help=True
+store_app = _App(
+    cls=_Group,
+    help="""Inspect and prune a triage store (a SQLite file or a PostgreSQL database).
+
+    A store holds what triage recorded: runs, events, metrics, graph snapshots and learned scores.
+    info only reads it; prune deletes old runs and keeps the learned scores.
+
+    Examples:
+
+      triage store info triage-demo.sqlite
+      triage store prune triage-demo.sqlite --keep-runs 5
+    """,
+    no_args_is_help=True,
 )
 app.add_typer(store_app, name="store")
 
@@ -61,10 +148,42 @@ def _check_paths(inputs: dict[str, Path | str | None] = {}, outputs: dict[str, P
         _fail(str(exc))
 
 
+def _kb_inputs(kb: list[str]) -> dict[str, str]:
+    """The ``--kb`` files as ``_check_paths`` inputs ("KB file", "KB file 2", ...)."""
+    return {("KB file" if i == 0 else f"KB file {i + 1}"): path for i, path in enumerate(kb)}
+
+
+def _refuse_questions_as_kb(kb: list[str]) -> None:
+    """Fail when a ``--kb`` file reads as a question file (its first fields are questions): loaded as
+    a KB it would give a meaningless graph and a confident-looking result."""
+    for path in kb:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                heads = [line.split("\t")[0] for _, line in zip(range(50), fh, strict=False) if line.strip()]
+        except OSError as exc:
+            _fail(f"cannot read KB file {path}: {exc.strerror or exc}")
+        asked = [h for h in heads if h.rstrip().endswith("?") or ("[" in h and "]" in h)]
+        if heads and len(asked) * 2 > len(heads):
+            _fail(
+                f"{path} looks like a question file, not a KB (its lines start with questions): "
+                "pass it as --questions and the KB file (subject, relation, object) as --kb"
+            )
+
+
+def _store_file(store: str | None) -> Path | None:
+    """A ``--store`` file that does not exist yet, to check as an output (its folder exists and is
+    writable); an existing path is the store's to accept or refuse untouched."""
+    return None if store is None or "://" in store or Path(store).exists() else Path(store)
+
+
 def _save(path: Path, text: str, what: str) -> None:
-    """Write an output file the user asked for and say where it went."""
-    path.write_text(text, encoding="utf-8")
-    console.print(f"[dim]{what} written to {path}[/]")
+    """Write an output file the user asked for and say where it went (checked up front with
+    :func:`_check_paths`; a failure now, e.g. a full disk, is still one line)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write {what} to {path}: {exc.strerror or exc}")
+    console.print(Text(f"{what} written to {path}", style="dim"), soft_wrap=True)
 
 
 def _version(value: bool) -> None:
@@ -79,7 +198,12 @@ def _main(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Log what the plugins do (INFO level).")
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show the INFO logs of triage and the frameworks (default: warnings only).",
+        ),
     ] = False,
 ) -> None:
     level = logging.INFO if verbose else logging.WARNING
@@ -133,8 +257,14 @@ def _progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int], Callab
     ) as bars:
 
         def factory(label: str, total: int) -> Callable[[], None]:
-            task = bars.add_task(label, total=total)
-            return lambda: bars.advance(task)
+            task, done = bars.add_task(label, total=total), 0
+
+            def tick() -> None:  # a finished stage leaves the display: one live bar, not a pile
+                nonlocal done
+                done += 1
+                bars.update(task, advance=1, visible=done < total)
+
+            return tick
 
         yield factory
 
@@ -142,50 +272,69 @@ def _progress_bars(enabled: bool = True) -> Iterator[Callable[[str, int], Callab
 @app.command("demo")
 def demo_cmd(
     seed: Annotated[
-        int, typer.Option(help="Seed of the generated world (everything is deterministic given it).")
+        int,
+        typer.Option(metavar="SEED", help="Seed of the generated world; the same seed gives the same run."),
     ] = 0,
     store: Annotated[
         str,
         typer.Option(
-            help="Store for the trace and the learned scores: a SQLite path, or a postgresql:// URL "
-            "(with --no-fresh). A file that is not a triage store is refused, never overwritten."
+            metavar="STORE",
+            help="Where the trace and the learned scores go: a SQLite file or a postgresql:// URL (a URL "
+            "needs --no-fresh). A file that is not a triage store is refused, never overwritten.",
         ),
     ] = "triage-demo.sqlite",
     feedback_rounds: Annotated[
-        int, typer.Option(help="Gold-feedback rounds of EvoRAG learning (0: none).")
+        int,
+        typer.Option(metavar="N", help="Rounds of EvoRAG learning from gold feedback (0: none)."),
     ] = 3,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write everything measured as JSON here.")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="Also write everything measured to this JSON file."),
     ] = None,
     fresh: Annotated[
         bool,
         typer.Option(
-            help="Reset an existing triage store file first (its runs and learned scores); anything "
-            "else at that path is left untouched and the demo stops."
+            help="Empty an existing triage store file first (its runs and learned scores), so the "
+            "store holds this run only; --no-fresh adds the run to what is there.",
         ),
     ] = True,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     seeds: Annotated[
         int,
         typer.Option(
             min=1,
-            help="Run the demo on this many worlds (seeds SEED, SEED+1, …) and report held-out accuracy "
-            "before and after the feedback rounds as a mean with a 95% Student t-interval over seeds. "
-            "The first seed is shown in full and is the only one written to --store.",
+            metavar="N",
+            help="Run on N worlds (seeds SEED to SEED+N-1) and report held-out accuracy before and "
+            "after learning as a mean with a 95% interval over the seeds. Only the first seed is "
+            "shown in full and written to --store.",
         ),
     ] = 1,
 ) -> None:
-    """Run the whole loop offline on the built-in world: extract, build, measure, diagnose, learn.
+    """Run the whole loop offline on a built-in world: extract, build, measure, diagnose, learn.
 
-    Generates a small world of people, organisations, places and films with realistic extraction
-    noise, reads it back with the rule-based extractor, builds the graph, computes the TRIAGE
-    Implementation and Validation metrics, answers every question with each reference retriever,
-    reads the diagnostic chain, then runs EvoRAG feedback rounds and reports accuracy before and after.
+    Generates a small world of people, organisations, places and films (documents with realistic
+    extraction noise), extracts triples with the rule-based extractor, builds the knowledge graph,
+    computes the extraction and graph metrics, answers every question with each of the six
+    built-in retrievers, names the first failing link of the diagnostic chain for each query, then
+    learns triple scores from gold feedback (EvoRAG) and reports accuracy on held-out questions
+    before and after. Takes a few seconds; reads no file and needs no network.
+
+    Writes the store (default triage-demo.sqlite in the current folder) and, with --json, a JSON
+    file. Look at the store with triage report or triage store info.
+
+    Examples:
+
+      triage demo
+      triage demo --seeds 5 --json demo.json
+      triage report triage-demo.sqlite --html report.html
     """
     from triage_plugins.apps.demo import run_demo, run_demo_seeds
     from triage_plugins.apps.store_tools import is_url, reset_sqlite_store
     from triage_plugins.report.demo_view import render_demo, render_demo_seeds
 
+    if feedback_rounds < 0:
+        _fail(f"--feedback-rounds is a number of rounds (0 or more), got {feedback_rounds}")
+    _check_paths(outputs={"--json file": json_out, "--store file": _store_file(store)})
     try:
         if fresh and is_url(store):
             _fail(f"--fresh resets only a store file, not {store}; pass --no-fresh to add this run to it")
@@ -214,26 +363,58 @@ def demo_cmd(
 def probe_cmd(
     kb: Annotated[
         list[str],
-        typer.Option(help="KB file (PathQuestion `s\\tr\\to` or MetaQA `s|r|o`); repeat for parts."),
+        typer.Option(
+            metavar="FILE",
+            help="Knowledge-graph file, one triple a line: PathQuestion (subject, relation, object "
+            "separated by tabs) or MetaQA (separated by |). Repeat for a KB in several files.",
+        ),
     ],
     questions: Annotated[
         Path | None,
         typer.Option(
-            help="Optional question file: probe entities are then drawn from the entities it mentions."
+            metavar="FILE",
+            help="A question file (PathQuestion or MetaQA): the probe then asks about the entities its "
+            "questions mention (default: entities drawn from the whole KB).",
         ),
     ] = None,
-    per_category: Annotated[int, typer.Option(help="Questions per category (9 categories).")] = 12,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    per_category: Annotated[
+        int, typer.Option(metavar="N", help="Probe questions per category (9 categories).")
+    ] = 12,
+    seed: Annotated[int, typer.Option(metavar="SEED", help="Seed of the question sampling.")] = 0,
     reader: Annotated[
-        str, typer.Option(help="Reader for Hits@1: 'extractive' (the offline reader).")
+        str,
+        typer.Option(
+            metavar="extractive",
+            help="The reader that answers from the retrieved context (for Hits@1); only the offline "
+            "extractive reader ships.",
+        ),
     ] = "extractive",
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
+    resamples: Annotated[
+        int, typer.Option(metavar="N", help="Bootstrap resamples of the 95% intervals.")
+    ] = 1000,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write every observation as JSON here.")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="Also write every observation to this JSON file."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """TRIAGE §5.1's distance-controlled probe (Table 5) on any KB, through the five retrievers."""
+    """Test on your KB whether the retrieval metrics predict answer failure (TRIAGE paper, §5.1).
+
+    Builds "How are X and Y related?" questions about entities at controlled distances in the
+    graph (9 categories: 1 to 4 hops apart, disconnected, three or four entities on a path, half or
+    wholly fictional), retrieves with the five built-in retrievers and answers with the offline
+    reader. Prints the paper's Table 5: context coverage (CC: every gold answer retrieved) and
+    Hits@1 (the first answer is a gold answer) for strata of ERC (entity retrieval coverage) and
+    RRS (reasoning readiness), with bootstrap 95% intervals, and the ERC threshold that best
+    separates failures (Youden's J). triage explain ERC says more.
+
+    Reads the KB file(s) and the optional question file; writes only the --json file.
+
+    Examples:
+
+      triage probe --kb 2H-kb.txt
+      triage probe --kb kb.txt --questions qa_test.txt --json probe.json
+    """
     from triage_plugins.apps.probe import run_probe
     from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.datasets import load_kb, load_questions
@@ -241,7 +422,8 @@ def probe_cmd(
 
     if reader != "extractive":
         _fail(f"unknown reader {reader!r}: only 'extractive' (answers from the retrieved context) ships")
-    _check_paths({**{f"KB file {k}": k for k in kb}, "question file": questions}, {"--json file": json_out})
+    _check_paths({**_kb_inputs(kb), "question file": questions}, {"--json file": json_out})
+    _refuse_questions_as_kb(kb)
     try:
         triples = load_kb(kb if len(kb) > 1 else kb[0])
         graph = GraphView(triples)
@@ -269,49 +451,99 @@ def probe_cmd(
 @app.command("evolve-bench")
 def evolve_bench_cmd(
     kb: Annotated[
-        list[str], typer.Option(help="KB file (PathQuestion or MetaQA); repeat for MetaQA's two parts.")
+        list[str],
+        typer.Option(
+            metavar="FILE",
+            help="Knowledge-graph file (PathQuestion or MetaQA); repeat for a KB in several files.",
+        ),
     ],
-    questions: Annotated[str, typer.Option(help="Test questions (PathQuestion file or MetaQA qa_test.txt).")],
+    questions: Annotated[
+        str,
+        typer.Option(metavar="FILE", help="Test questions: a PathQuestion file or MetaQA's qa_test.txt."),
+    ],
     annotations: Annotated[
-        str | None, typer.Option(help="MetaQA annotated JSONL (found next to the questions when omitted).")
+        str | None,
+        typer.Option(
+            metavar="FILE",
+            help="For MetaQA: the JSON lines giving each question's gold reasoning path (default: "
+            "the matching file in the derived folder beside the question folder).",
+        ),
     ] = None,
     noise: Annotated[
-        float, typer.Option(help="Share of the test gold steps given a conflicting fact.")
+        float,
+        typer.Option(
+            metavar="SHARE", help="Share of the test questions' reasoning steps given a conflicting fact."
+        ),
     ] = 0.2,
     feedback_noise: Annotated[
-        float, typer.Option(help="Probability of flipping each training feedback.")
+        float,
+        typer.Option(metavar="P", help="Probability that each training feedback is flipped."),
     ] = 0.0,
-    iterations: Annotated[int, typer.Option(help="Feedback iterations after the static baseline.")] = 6,
-    unit: Annotated[str, typer.Option(help="What is scored: 'triple' or 'chunk'.")] = "triple",
+    iterations: Annotated[
+        int, typer.Option(metavar="N", help="Feedback iterations after the static baseline.")
+    ] = 6,
+    unit: Annotated[
+        str, typer.Option(metavar="triple|chunk", help="What the learner scores: triples or chunks.")
+    ] = "triple",
     chunking: Annotated[
-        str, typer.Option(help="Chunk level: 'source' (one source's facts about a subject) or 'subject'.")
+        str,
+        typer.Option(
+            metavar="source|subject",
+            help="With --unit chunk: source puts the injected facts in a chunk of their own (as if "
+            "from another document); subject puts every fact about a subject in one chunk.",
+        ),
     ] = "source",
-    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
-    seeds: Annotated[int, typer.Option(help="Number of seeds to average over.")] = 1,
-    sample: Annotated[int | None, typer.Option(help="Test questions to sample (default: all).")] = None,
-    split: Annotated[str, typer.Option(help="Question split: 'all', 'dev' or 'test'.")] = "all",
+    seed: Annotated[int, typer.Option(metavar="SEED", help="First seed.")] = 0,
+    seeds: Annotated[int, typer.Option(metavar="N", help="Seeds to average over (SEED, SEED+1, ...).")] = 1,
+    sample: Annotated[
+        int | None, typer.Option(metavar="N", help="Test questions to sample (default: all).")
+    ] = None,
+    split: Annotated[
+        str,
+        typer.Option(
+            metavar="all|dev|test",
+            help="Questions used: all, or a fixed 1-in-5 dev part or the other 4-in-5 (test).",
+        ),
+    ] = "all",
     modes: Annotated[
-        str, typer.Option(help="α modes to run: learned, fixed (comma list).")
+        str,
+        typer.Option(
+            metavar="MODES",
+            help="Comma-separated α modes (α weighs a triple's chunk score in its priority): learned "
+            "(α learned from feedback) and fixed (α = 0.5).",
+        ),
     ] = "learned,fixed",
     repeat_train: Annotated[
         bool,
         typer.Option(
             "--repeat-train",
-            help="Answer the same training queries every iteration (default: a fresh set per iteration).",
+            help="Ask the same training questions every iteration (default: a fresh set each time).",
         ),
     ] = False,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write every iteration as JSON here.")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="Also write every iteration to this JSON file."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """The EvoRAG protocol offline: noisy KB, feedback on training queries, accuracy on test queries.
+    """Replay the EvoRAG feedback-learning experiment offline on a KGQA dataset.
 
-    Injects conflicting facts (a wrong object that continues the path) and irrelevant facts on a
-    share of the test gold steps, answers training queries sampled in the test queries' local
-    subgraphs with the relation-aware reader, feeds gold feedback (flipped with --feedback-noise),
-    learns contribution scores, evolves the graph, and reports test ACC / EM / F1, α and the
-    problematic-triplet ratio per iteration, static baseline first.
+    KGQA: question answering over a knowledge graph; EvoRAG: learning which triples help answers
+    from feedback on them.
+
+    Adds a conflicting fact (a wrong object that continues the reasoning path) and irrelevant
+    facts to a share of the test questions' reasoning steps, asks training questions in the same
+    parts of the graph, feeds their gold feedback (flipped with --feedback-noise) to the learner,
+    evolves the graph, and prints test accuracy (ACC, exact match, F1), α and the share of
+    problematic triples per iteration, the static baseline first.
+
+    Reads the KB and question files (PathQuestion or MetaQA, the public KGQA benchmarks); writes
+    only the --json file. A full PathQuestion run takes minutes; --sample makes it shorter.
+
+    Examples:
+
+      triage evolve-bench --kb 2H-kb.txt --questions PQ-2H.txt --sample 200
+      triage evolve-bench --kb 3H-kb.txt --questions PQ-3H.txt --feedback-noise 0.2
     """
     from triage_plugins.apps.evolve import render_evolve_bench, run_evolve_bench
 
@@ -320,9 +552,10 @@ def evolve_bench_cmd(
     if chunking not in ("source", "subject") or split not in ("all", "dev", "test"):
         _fail("--chunking takes 'source' or 'subject'; --split takes 'all', 'dev' or 'test'")
     _check_paths(
-        {**{f"KB file {k}": k for k in kb}, "question file": questions, "annotations file": annotations},
+        {**_kb_inputs(kb), "question file": questions, "annotations file": annotations},
         {"--json file": json_out},
     )
+    _refuse_questions_as_kb(kb)
     try:
         with _progress_bars(not quiet) as progress:
             result = run_evolve_bench(
@@ -353,7 +586,18 @@ def evolve_bench_cmd(
 def plugins_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List the loaded plugins (default plugins and entry points) and the hooks each implements."""
+    """List the loaded plugins and the hooks each implements.
+
+    Shows the default plugins (recorder, implementation and usage metrics, gate, feedback) and
+    those other packages install under the "triage" entry-point group, with their versions; a
+    plugin that failed to load is listed with its error on stderr. TRIAGE_DISABLE_PLUGINS=a,b
+    blocks plugins by name. Reads and writes nothing.
+
+    Examples:
+
+      triage plugins
+      triage plugins --json
+    """
     from triage_plugins.runtime.manager import TriageManager
 
     manager = TriageManager(synchronous=True)
@@ -371,14 +615,14 @@ def plugins_cmd(
             }
             console.print_json(json.dumps(data))
             return
-        table = Table(title="triage plugins")
-        table.add_column("name", style="bold")
-        table.add_column("version")
-        table.add_column("source")
-        table.add_column("hooks")
-        for p in infos:
-            table.add_row(p.name, p.version or "-", p.source, ", ".join(p.hooks) or "(none)")
-        console.print(table)
+        from triage_plugins.report.terminal import matrix_table
+
+        rows = [
+            (Text(p.name, style="bold"), [p.version or "-", p.source, ", ".join(p.hooks) or "(none)"])
+            for p in infos
+        ]
+        columns = [("version", "left"), ("source", "left"), ("hooks", "left")]
+        console.print(matrix_table(console, "triage plugins", ("name", "plugin"), rows, columns))
         for e in manager.load_errors:
             err.print(f"[yellow]not loaded:[/] {e.name} ({e.source}): {e.error}")
     finally:
@@ -387,15 +631,25 @@ def plugins_cmd(
 
 @store_app.command("info")
 def store_info(
-    path: Annotated[str, typer.Argument(help="Store path, sqlite:/// or postgresql:// URL.")],
-    runs: Annotated[int, typer.Option(help="List at most this many of the latest runs.")] = 10,
+    path: Annotated[
+        str, typer.Argument(metavar="STORE", help="The store: a SQLite file or a postgresql:// URL.")
+    ],
+    runs: Annotated[int, typer.Option(metavar="N", help="List at most the N latest runs.")] = 10,
 ) -> None:
-    """Show a store's schema version, rows per table and its latest runs with the events each lost.
+    """Show a store's schema version, rows per table and its latest runs.
 
-    The store is opened read-only: nothing is created, migrated or switched (a file on a read-only
-    filesystem works too).
+    Each run (one recording session: a demo stage, a comparison, a served process) is listed
+    with its kind, start and end time, and the events it lost (dropped with the queue full, or
+    still queued at exit). The store is opened read-only: nothing is created, migrated or changed
+    (a file on a read-only filesystem works too).
+
+    Examples:
+
+      triage store info triage-demo.sqlite
+      triage store info postgresql://triage@db.example/triage --runs 3
     """
     from triage_plugins.apps.store_tools import summarize
+    from triage_plugins.report.terminal import fold_table
 
     try:
         summary = summarize(path)
@@ -406,7 +660,7 @@ def store_info(
     table.add_column("rows", justify="right")
     for name, n in summary.counts.items():
         table.add_row(name, str(n))
-    console.print(table)
+    console.print(fold_table(table, console))
     if summary.runs and runs > 0:
         _print_runs(summary.runs[-runs:], len(summary.runs))
     dropped, undelivered = summary.lost
@@ -424,33 +678,48 @@ def store_info(
 def _print_runs(runs: list, total: int) -> None:
     import datetime as dt
 
+    from triage_plugins.report.terminal import matrix_table
+
     def when(ts: float | None) -> str:
         if ts is None:
             return "(running or killed)"
         return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
-    table = Table(title=f"runs (latest {len(runs)} of {total}, UTC)")
-    for col in ("id", "kind", "started", "ended", "dropped", "undelivered"):
-        table.add_column(col, justify="right" if col in {"dropped", "undelivered"} else "left")
-    for r in runs:
-        table.add_row(
-            Text(r.id), Text(r.kind), when(r.started_at), when(r.ended_at), str(r.dropped), str(r.undelivered)
-        )
-    console.print(table)
+    rows = [
+        (Text(r.id), [Text(r.kind), when(r.started_at), when(r.ended_at), str(r.dropped), str(r.undelivered)])
+        for r in runs
+    ]
+    columns = [("kind", "left"), ("started", "left"), ("ended", "left"), ("dropped", "right")]
+    title = f"runs (latest {len(runs)} of {total}, UTC)"
+    console.print(matrix_table(console, title, ("id", "run"), rows, [*columns, ("undelivered", "right")]))
 
 
 @store_app.command("prune")
 def store_prune(
-    path: Annotated[str, typer.Argument(help="Store path, sqlite:/// or postgresql:// URL.")],
+    path: Annotated[
+        str, typer.Argument(metavar="STORE", help="The store: a SQLite file or a postgresql:// URL.")
+    ],
     older_than: Annotated[
-        str | None, typer.Option(help="Delete runs that started longer ago than this: 90s, 30m, 12h, 7d, 2w.")
+        str | None,
+        typer.Option(
+            metavar="AGE", help="Delete runs that started more than AGE ago: 90s, 30m, 12h, 7d, 2w."
+        ),
     ] = None,
-    keep_runs: Annotated[int | None, typer.Option(help="Keep only this many most recent runs.")] = None,
+    keep_runs: Annotated[
+        int | None, typer.Option(metavar="N", help="Keep only the N most recent runs.")
+    ] = None,
 ) -> None:
-    """Delete old runs with their events and metric rows; learned scores and parameters are kept.
+    """Delete old runs with their events and metric rows; learned scores are kept.
 
-    Needs --older-than or --keep-runs (both: a run goes when either says so). A file that is not a
-    triage store is refused untouched.
+    Needs --older-than or --keep-runs (with both, a run goes when either says so); nothing is
+    deleted by default. Learned triple and chunk scores and learner parameters stay. A file that
+    is not a triage store is refused untouched. Prints how many runs, events, metric rows and
+    graph snapshots were deleted.
+
+    Examples:
+
+      triage store prune triage-demo.sqlite --keep-runs 5
+      triage store prune triage.sqlite --older-than 7d
     """
     from triage_plugins.apps.store_tools import parse_age, prune
 
@@ -482,35 +751,59 @@ def score_cmd(
     events: Annotated[
         Path,
         typer.Argument(
-            help="JSON-lines file of events, from `triage export` or any pipeline (format: `triage schema`)."
+            metavar="EVENTS",
+            help="A JSON-lines file of events: from triage export, or written by any pipeline "
+            "(the format: triage schema).",
         ),
     ],
     ontology: Annotated[
-        Path | None, typer.Option("--ontology", help="Ontology file (JSON/YAML) for SC, CVR, LC, OC.")
+        Path | None,
+        typer.Option(
+            "--ontology",
+            metavar="FILE",
+            help="Ontology (JSON or YAML: entity types, relations, domains and ranges) for the "
+            "schema metrics SC, CVR, LC and OC.",
+        ),
     ] = None,
     reference: Annotated[
         str | None,
-        typer.Option("--reference", help="Reference KG (PathQuestion/MetaQA KB file) for COR and CMP."),
+        typer.Option(
+            "--reference",
+            metavar="FILE",
+            help="A reference KG (PathQuestion or MetaQA KB file) for correctness COR and completeness CMP.",
+        ),
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write the full report as JSON here.")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="Also write the full report to this JSON file."),
     ] = None,
-    max_queries: Annotated[int, typer.Option(help="Queries to list in the per-query table.")] = 50,
+    max_queries: Annotated[
+        int, typer.Option(metavar="N", help="Queries listed in the per-query table.")
+    ] = 50,
     skip_bad: Annotated[
         bool,
         typer.Option(
             "--skip-bad",
-            help="Skip lines that are not events (one warning names how many and the first few) "
-            "instead of stopping at the first.",
+            help="Skip lines that are not valid events and score the rest (a warning gives how many "
+            "and the first line numbers); by default the first bad line stops the command.",
         ),
     ] = False,
 ) -> None:
-    """Compute every metric the events allow: per phase, per query, and the chain signature per query.
+    """Compute every metric a file of events allows: per stage, per query, and each query's signature.
 
-    Fields a pipeline could not supply may be missing: mentions and grounding are then derived with
-    the default grounder over the last graph event, and what cannot be computed is shown as N/A
-    with the reason. The file is read in two streaming passes, so memory does not grow with its
-    length (--json is written as queries are scored).
+    The signature is the first failing link of the diagnostic chain (e.g. retrieval_gap: the
+    question's entities are in the KG but were not retrieved). Fields a pipeline could not supply
+    may be missing: entity mentions and their grounding are then derived from the last graph
+    event, and what cannot be computed is shown as N/A with the reason. triage explain METRIC
+    defines each metric.
+
+    Reads EVENTS in two streaming passes (memory does not grow with its length), and the optional
+    ontology and reference files; writes only the --json file.
+
+    Examples:
+
+      triage export triage-demo.sqlite --jsonl events.jsonl
+      triage score events.jsonl --json report.json
     """
     from triage_plugins.apps.score import render_score_report
     from triage_plugins.apps.score_file import score_file, write_json_report
@@ -520,6 +813,12 @@ def score_cmd(
         {"events file": events, "ontology file": ontology, "reference KG file": reference},
         {"--json file": json_out},
     )
+    with open(events, "rb") as fh:
+        if fh.read(16) == b"SQLite format 3\x00":
+            _fail(
+                f"{events} is a SQLite store, not an events file: write its events with "
+                f"`triage export {events} --jsonl events.jsonl`, then score events.jsonl"
+            )
     try:
         onto = load_ontology(ontology) if ontology else None
         ref = _load_reference(reference) if reference else None
@@ -542,26 +841,39 @@ def score_cmd(
 @app.command("export")
 def export_cmd(
     store: Annotated[
-        str, typer.Argument(help="Store to read: a SQLite path or a postgresql:// URL (opened read-only).")
+        str,
+        typer.Argument(
+            metavar="STORE", help="The store to read: a SQLite file or a postgresql:// URL (read-only)."
+        ),
     ],
-    jsonl: Annotated[Path, typer.Option("--jsonl", help="JSON-lines file to write (one event a line).")],
+    jsonl: Annotated[
+        Path, typer.Option("--jsonl", metavar="OUT", help="The JSON-lines file to write, one event a line.")
+    ],
     run: Annotated[
-        str | None, typer.Option("--run", help="Only this run's events (see `triage store info`).")
+        str | None,
+        typer.Option("--run", metavar="RUN_ID", help="Only this run's events (ids: triage store info)."),
     ] = None,
     kind: Annotated[
         str | None,
         typer.Option(
             "--kind",
+            metavar="KIND",
             help="Only events of this kind: extraction, graph, retrieval, generation, feedback, "
             "rerank or gate.",
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace the output file if it exists.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
 ) -> None:
-    """Write a store's events as JSON lines, the input of `triage score` and of other tools.
+    """Write a store's events as JSON lines, the input of triage score and of other tools.
 
-    Events are streamed in recording order; the file appears complete or not at all (written beside
-    it, then renamed). Example: triage export triage-demo.sqlite --jsonl events.jsonl
+    Events are written in recording order, every run by default. OUT appears complete or not at
+    all (written beside it, then renamed) and an existing OUT is never replaced without --force.
+    The store is opened read-only.
+
+    Examples:
+
+      triage export triage-demo.sqlite --jsonl events.jsonl
+      triage export triage.sqlite --jsonl retrievals.jsonl --kind retrieval
     """
     from triage_plugins.apps.export import export_events
     from triage_plugins.apps.paths import check_input_file, check_output_file, is_store_url
@@ -582,13 +894,20 @@ def export_cmd(
 @app.command("schema")
 def schema_cmd(
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the schema here instead of printing it.")
+        Path | None,
+        typer.Option("--out", metavar="OUT", help="Write the schema to this file instead of printing it."),
     ] = None,
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of an event line, generated from the event classes.
 
-    Validates the lines `triage score` reads and `triage export` writes (types, required fields,
-    kinds); the value rules of each event (non-blank ids, ranges) are checked when it is read.
+    It describes the lines triage score reads and triage export writes: the kinds of event, their
+    fields, types and required fields. The value rules of each event (non-blank ids, ranges) are
+    checked when a line is read. Reads nothing; writes stdout or the --out file.
+
+    Examples:
+
+      triage schema --out events.schema.json
+      triage schema | python -m json.tool
     """
     from triage_plugins.apps.schema import event_schema
 
@@ -606,13 +925,20 @@ def schema_cmd(
 @app.command("explain")
 def explain_cmd(
     metric: Annotated[
-        str | None, typer.Argument(help="A metric symbol, e.g. ERC, RRS, TCS (any case).")
+        str | None,
+        typer.Argument(metavar="METRIC", help="A metric symbol such as ERC, RRS or TCS (any case)."),
     ] = None,
     list_all: Annotated[bool, typer.Option("--list", help="List every metric with its name.")] = False,
 ) -> None:
-    """What a metric means: definition, paper section, range, a healthy value and the lever when low.
+    """Explain a metric: definition, paper section, range, a healthy value, the lever when it is low.
 
-    The same text as docs/metrics.md, read from the metric registry. Example: triage explain ERC
+    The text is read from the metric registry, the same as docs/metrics.md; without METRIC, every
+    metric is listed. Reads and writes nothing.
+
+    Examples:
+
+      triage explain ERC
+      triage explain --list
     """
     from triage_plugins.apps.explain import find_metric, metric_entry
     from triage_plugins.metrics.registry import BUILTIN_METRICS
@@ -628,6 +954,9 @@ def explain_cmd(
     except TriageError as exc:
         _fail(str(exc))
     console.print(Text(f"{entry.symbol}: {entry.name}", style="bold"), soft_wrap=True)
+    grid = Table.grid(padding=(0, 1))  # values wrap at words under themselves, at any width
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column()
     for label, value in (
         ("definition", entry.definition),
         ("paper", f"TRIAGE {entry.section} ({entry.phase})"),
@@ -636,7 +965,8 @@ def explain_cmd(
         ("when low", entry.lever),
         *(("note", n) for n in entry.notes),
     ):
-        console.print(Text.assemble((f"  {label}: ", "dim"), value), soft_wrap=True)
+        grid.add_row(f"  {label}:", Text(value))
+    console.print(grid)
 
 
 def _rows_from_store(path: str) -> list[dict]:
@@ -666,22 +996,41 @@ def _rows_from_jsonl(path: Path) -> list[dict]:
     from triage_plugins.apps.score import read_events, score_events
     from triage_plugins.contract.events import EVENT_TYPES
 
-    with open(path, encoding="utf-8") as fh:
-        first = next((line for line in fh if line.strip()), "")
-    if not first:
-        return []
-    head = json.loads(first)
-    if isinstance(head, dict) and head.get("event") in EVENT_TYPES:
-        return score_events(read_events(path)).rows()
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if line.strip():
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise TriageError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+                if not rows and isinstance(row, dict) and row.get("event") in EVENT_TYPES:
+                    return score_events(read_events(path)).rows()
+                if not isinstance(row, dict):
+                    raise TriageError(f"{path}, line {number}: expected a JSON object of metric values")
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise TriageError(
+            f"{path}: not UTF-8 text ({exc.reason}); a store must end in .sqlite or .db"
+        ) from None
     return rows
+
+
+def _require_columns(rows: list[dict], source: str, wanted: dict[str, str | None]) -> None:
+    """Fail when an option names a column no row has, with the close matches."""
+    import difflib
+
+    columns = sorted({k for row in rows for k in row})
+    for option, name in wanted.items():
+        if name is None or name in columns:
+            continue
+        close = [c for c in columns if c.casefold() == name.casefold()] or difflib.get_close_matches(
+            name, columns, n=3, cutoff=0.5
+        )
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        _fail(f"{option} {name}: no such column in {source}{hint} (columns: {', '.join(columns)})")
 
 
 @app.command("calibrate")
@@ -689,34 +1038,67 @@ def calibrate_cmd(
     source: Annotated[
         str,
         typer.Argument(
-            help="A store (.sqlite / sqlite:/// URL), a JSONL of events, or a JSONL of scored rows."
+            metavar="SOURCE",
+            help="Scored queries: a store (.sqlite file, sqlite:/// or postgresql:// URL), a JSON-lines "
+            "file of events, or a JSON-lines file of scored rows (one object of metric values a line).",
         ),
     ],
-    metric: Annotated[str, typer.Option(help="Predictor metric, e.g. ERC, RRS, QGR.")] = "ERC",
+    metric: Annotated[
+        str,
+        typer.Option(
+            metavar="METRIC", help="The predictor, a metric such as ERC, RRS or QGR (triage explain ERC)."
+        ),
+    ] = "ERC",
     outcome: Annotated[
-        str, typer.Option(help="Outcome column; a row fails when it is below --outcome-threshold.")
+        str,
+        typer.Option(
+            metavar="METRIC",
+            help="The outcome column (CC: the gold answer was retrieved); a row fails when it is "
+            "below --outcome-threshold.",
+        ),
     ] = "CC",
     cluster: Annotated[
-        str | None, typer.Option(help="Column to resample by (e.g. query) for the clustered bootstrap.")
+        str | None,
+        typer.Option(
+            metavar="COLUMN",
+            help="Rows sharing this column's value are resampled together (one question seen by "
+            "several retrievers counts once).",
+        ),
     ] = "query",
-    outcome_threshold: Annotated[float, typer.Option(help="Outcome below this value is a failure.")] = 0.5,
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
-    seed: Annotated[int, typer.Option(help="Random seed of the bootstrap.")] = 0,
+    outcome_threshold: Annotated[
+        float, typer.Option(metavar="VALUE", help="An outcome below this value is a failure.")
+    ] = 0.5,
+    resamples: Annotated[int, typer.Option(metavar="N", help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(metavar="SEED", help="Seed of the bootstrap.")] = 0,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write the result as JSON here.")
+        Path | None,
+        typer.Option("--json", metavar="OUT", help="Also write the result to this JSON file."),
     ] = None,
 ) -> None:
-    """Fit the Youden-optimal threshold of a metric for predicting failure, with BCa bootstrap CIs."""
+    """Find the metric threshold that best predicts failure, with bootstrap confidence intervals.
+
+    The threshold θ maximises Youden's J (sensitivity + specificity - 1) for predicting that the
+    outcome fails (TRIAGE paper, §5.2); the 95% intervals of θ and J come from a clustered BCa
+    bootstrap (bias-corrected and accelerated). Prints θ, the cut-off to configure, J,
+    sensitivity and specificity. Reads SOURCE (a store read-only); writes only the --json file.
+
+    Examples:
+
+      triage calibrate triage-demo.sqlite
+      triage calibrate rows.jsonl --metric RRS --outcome Hits@1 --json rrs.json
+    """
     from triage_plugins.apps.score import calibrate_rows, render_calibration, report_json
 
+    _check_paths(outputs={"--json file": json_out})
     try:
         if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith(("sqlite:", "postgres")):
             rows = _rows_from_store(source)
         else:
-            _check_paths({"file": source}, {"--json file": json_out})
+            _check_paths({"file": source})
             rows = _rows_from_jsonl(Path(source))
         if not rows:
             _fail(f"{source} holds no scored queries")
+        _require_columns(rows, source, {"--metric": metric, "--outcome": outcome, "--cluster": cluster})
         report = calibrate_rows(
             rows,
             metric,
@@ -730,7 +1112,7 @@ def calibrate_cmd(
         _fail(str(exc))
     render_calibration(report, console)
     if json_out is not None:
-        json_out.write_text(report_json(report), encoding="utf-8")
+        _save(json_out, report_json(report), "result")
 
 
 @app.command("compare")
@@ -738,53 +1120,100 @@ def compare_cmd(
     frameworks: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated frameworks (default: every installed framework); one whose package "
-            "is missing is reported, not fatal; an unknown name is an error."
+            metavar="NAMES",
+            help="Comma-separated framework names (default: every installed framework). One whose "
+            "package is missing is reported, not fatal; an unknown name is an error that lists the "
+            "known ones (reference, the built-in pipelines, is always there).",
         ),
     ] = None,
     corpus: Annotated[
-        str, typer.Option(help="'embedded' (seeded synthetic world) or a folder of .txt/.md files.")
+        str,
+        typer.Option(
+            metavar="embedded|DIR",
+            help="The documents: embedded (a generated world with its questions) or a folder of "
+            ".txt/.md files (then give --questions).",
+        ),
     ] = "embedded",
     questions: Annotated[
-        Path | None, typer.Option(help="Questions: JSONL (question, answers) or a PathQuestion/MetaQA file.")
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help='Questions: JSON lines {"question": ..., "answers": ...} (answers, needed for '
+            "accuracy, optional) or a PathQuestion/MetaQA file (default: the embedded world's).",
+        ),
     ] = None,
     modes: Annotated[
-        str | None, typer.Option(help="Comma-separated modes (default: every mode of each framework).")
+        str | None,
+        typer.Option(
+            metavar="MODES",
+            help="Comma-separated query modes, e.g. hybrid,local (default: every mode of each framework).",
+        ),
     ] = None,
     feedback_rounds: Annotated[
-        int, typer.Option(help="EvoRAG feedback rounds after the first pass (needs gold).")
+        int,
+        typer.Option(metavar="N", help="Rounds of EvoRAG learning from gold feedback after the first pass."),
     ] = 0,
     store: Annotated[
-        str | None, typer.Option(help="Record events, metrics and scores in this store.")
+        str | None,
+        typer.Option(
+            metavar="STORE",
+            help="Also record events, metrics and learned scores here (default: kept in memory).",
+        ),
     ] = None,
-    ontology: Annotated[Path | None, typer.Option(help="Ontology file for OC, LC and SC.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the embedded corpus.")] = 0,
+    ontology: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Ontology file (JSON or YAML) for the schema metrics OC, LC, SC."),
+    ] = None,
+    seed: Annotated[int, typer.Option(metavar="SEED", help="Seed of the embedded world.")] = 0,
     seeds: Annotated[
         int,
         typer.Option(
-            help="Repeat over N embedded corpora (seeds seed .. seed+N-1) and add each row's mean over "
-            "seeds with a 95 % interval."
+            metavar="N",
+            help="Repeat over N embedded worlds (seeds SEED to SEED+N-1) and add each row's mean "
+            "over seeds with a 95% interval.",
         ),
     ] = 1,
-    max_questions: Annotated[int | None, typer.Option(help="Ask at most this many questions.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON here.")] = None,
-    html_out: Annotated[
-        Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")
+    max_questions: Annotated[
+        int | None, typer.Option(metavar="N", help="Ask at most N questions (default: all).")
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", metavar="OUT", help="Write the result to this JSON file.")
+    ] = None,
+    html_out: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="OUT", help="Write a self-contained HTML report to this file."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """Run one corpus through every requested framework and mode; one row per framework x mode."""
+    """Run one corpus through several graph-RAG frameworks and compare them, one row per mode.
+
+    Every installed framework adapter, and reference (the built-in pipelines), indexes the same
+    documents with offline stand-ins for the LLM and the embedder,
+    then answers the same questions in each of its query modes. Prints per row the extraction and
+    graph metrics, the retrieval metrics per query, answer accuracy (Hits@1, with a 95% interval),
+    paired differences, the chain signatures and, with --feedback-rounds, accuracy per round.
+
+    Reads the corpus folder and question file if given; writes only --store, --json and --html
+    (paths checked before the run starts). The full default run takes a few minutes.
+
+    Examples:
+
+      triage compare --frameworks reference --html compare.html
+      triage compare --feedback-rounds 2 --store cmp.sqlite --json cmp.json
+    """
     from triage_plugins.apps.compare import run_compare, run_compare_seeds
     from triage_plugins.report import compare_html, render_compare
 
     _check_paths(
         {"question file": questions, "ontology file": ontology},
-        {"--json file": json_out, "--html file": html_out},
+        {"--json file": json_out, "--html file": html_out, "--store file": _store_file(store)},
     )
     if corpus != "embedded" and not Path(corpus).is_dir():
         _fail(f"--corpus is 'embedded' or a folder of .txt/.md files; {corpus} is not a folder")
     if seeds < 1:
         _fail(f"--seeds is the number of corpus seeds (at least 1), got {seeds}")
+    if feedback_rounds < 0:
+        _fail(f"--feedback-rounds is a number of rounds (0 or more), got {feedback_rounds}")
     if seeds > 1 and (corpus != "embedded" or questions is not None):
         _fail("--seeds N > 1 repeats over embedded corpora: use it with --corpus embedded and no --questions")
     try:
@@ -840,26 +1269,61 @@ def report_cmd(
     store: Annotated[
         str,
         typer.Argument(
-            help="Store of a deployment: a path, sqlite:/// or postgresql:// URL (opened read-only)."
+            metavar="STORE",
+            help="The store of a deployment or a demo: a SQLite file or a postgresql:// URL "
+            "(opened read-only).",
         ),
     ],
     html_out: Annotated[
-        Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="OUT",
+            help="Also write a self-contained HTML report (no network needed to view it) to this file.",
+        ),
     ] = None,
     since: Annotated[
-        str | None, typer.Option(help="Only rows since: 30m, 2h, 7d, an ISO date or epoch seconds.")
+        str | None,
+        typer.Option(
+            metavar="WHEN",
+            help="Only rows recorded since: an age (30m, 2h, 7d), an ISO date or epoch seconds "
+            "(default: everything).",
+        ),
     ] = None,
     window: Annotated[
-        int, typer.Option(help="Rolling window W (queries) of the means and KG-update triggers.")
+        int,
+        typer.Option(metavar="N", help="Rolling window: means and triggers over the last N queries."),
     ] = 20,
     statistic: Annotated[
-        str, typer.Option(help="Trigger statistic: mean, quantile or failing_rate.")
+        str,
+        typer.Option(
+            metavar="STAT",
+            help="What a trigger compares with its threshold: mean (the window's mean), quantile, "
+            "or failing_rate (the share of failing queries).",
+        ),
     ] = "mean",
 ) -> None:
-    """Metrics over rolling windows, fired KG-update triggers, worst queries per signature, score movement."""
+    """Report on a store: metrics over time, KG-update triggers, worst queries, score movement.
+
+    For each framework and retriever: the chain metrics over rolling windows of queries, the
+    triggers that fired (a metric's window statistic crossing its threshold, with the first
+    lever to pull), the worst queries per chain signature (the first failing link) traced link by
+    link, the latest graph
+    metrics, the learned scores that moved most, and any events lost on the way to the store.
+
+    Reads STORE read-only; writes only the --html file. The HTML report has a sortable, filterable
+    query table and, per query, the retrieved triples, the answer, the gold answer and a drawing
+    of the retrieved subgraph.
+
+    Examples:
+
+      triage report triage-demo.sqlite
+      triage report triage.sqlite --since 2h --html report.html
+    """
     from triage_plugins.report import build_store_report, parse_since, render_store_report, store_html
     from triage_plugins.store import Store
 
+    _check_paths(outputs={"--html file": html_out})
     if "://" not in store and not Path(store).exists():
         _fail(f"no store at {store}")
     try:
@@ -875,23 +1339,62 @@ def report_cmd(
         _save(html_out, store_html(report), "HTML report")
 
 
-feedback_app = typer.Typer(help="Feedback given in other tools, turned into learning.", no_args_is_help=True)
+feedback_app = _App(
+    cls=_Group,
+    help="""Turn feedback given in other tools into learning.
+
+    Ratings of answers given where you already look at traces (Arize Phoenix, a tracing UI) move
+    the learned scores of the triples or chunks those answers retrieved (EvoRAG learning).
+
+    Example:
+
+      triage feedback pull --store triage.sqlite --endpoint http://localhost:6006
+    """,
+    no_args_is_help=True,
+)
 app.add_typer(feedback_app, name="feedback")
 
 
 @feedback_app.command("pull")
 def feedback_pull_cmd(
-    store: Annotated[str, typer.Option(help="The store the answering process recorded to (TRIAGE_STORE).")],
+    store: Annotated[
+        str,
+        typer.Option(
+            metavar="STORE",
+            help="The store the answering process recorded to (its TRIAGE_STORE_URL or TRIAGE_STORE).",
+        ),
+    ],
     endpoint: Annotated[
-        str, typer.Option(help="The Phoenix server.", envvar="PHOENIX_COLLECTOR_ENDPOINT")
+        str,
+        typer.Option(
+            metavar="URL", help="The Phoenix server to read from.", envvar="PHOENIX_COLLECTOR_ENDPOINT"
+        ),
     ] = "http://127.0.0.1:6006",
-    project: Annotated[str, typer.Option(help="The Phoenix project the spans went to.")] = "default",
-    unit: Annotated[str, typer.Option(help="What the learner scores: triple or chunk.")] = "triple",
+    project: Annotated[
+        str, typer.Option(metavar="NAME", help="The Phoenix project the traces were sent to.")
+    ] = "default",
+    unit: Annotated[
+        str, typer.Option(metavar="triple|chunk", help="What the learner scores: triples or chunks.")
+    ] = "triple",
     name: Annotated[
-        list[str] | None, typer.Option(help="Only annotations with this name (repeatable).")
+        list[str] | None,
+        typer.Option(
+            metavar="NAME", help="Only annotations with this name; repeat for several (default: all)."
+        ),
     ] = None,
 ) -> None:
-    """Read span annotations (human or LLM) from Phoenix and learn from them, each one once."""
+    """Read ratings of answers from Phoenix and learn from each one once.
+
+    Reads the span annotations (human or LLM ratings) of a Phoenix project over HTTP, maps each
+    to the query it rates (triage.query_id on the spans triage traced), and delivers it as
+    feedback: a score in [0, 1], a 1-5 rating, or a label such as correct or incorrect. Writes the
+    feedback and the learned scores into STORE and remembers which annotations it applied, so
+    pulling again applies only new ones. Prints the scores that changed.
+
+    Example:
+
+      triage feedback pull --store triage.sqlite --endpoint http://localhost:6006
+    """
     from triage_plugins.apps.feedback_pull import pull_into_store
 
     if "://" not in store and not Path(store).exists():
@@ -912,13 +1415,16 @@ def feedback_pull_cmd(
     for note_id, why in result.skipped:
         err.print(Text(f"  skipped {note_id}: {why}", style="yellow"), soft_wrap=True)
     if changed:
-        table = Table(title=f"learned {unit} scores changed")
-        table.add_column(unit, style="bold")
-        table.add_column("before", justify="right")
-        table.add_column("after", justify="right")
-        for key, (old, new) in sorted(changed.items(), key=lambda kv: -abs(kv[1][1] - (kv[1][0] or 100.0))):
-            table.add_row(key, "-" if old is None else f"{old:.2f}", f"{new:.2f}")
-        console.print(table)
+        from triage_plugins.report.terminal import matrix_table
+
+        moved = sorted(changed.items(), key=lambda kv: -abs(kv[1][1] - (kv[1][0] or 100.0)))
+        rows = [
+            (Text(key), ["-" if old is None else f"{old:.2f}", f"{new:.2f}"]) for key, (old, new) in moved
+        ]
+        title = f"learned {unit} scores changed"
+        console.print(
+            matrix_table(console, title, (unit, unit), rows, [("before", "right"), ("after", "right")])
+        )
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ class GraphRAGRunner(Runner):
 
     def _run(self, job: RunJob) -> None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LANCE_LOG", "error")  # lancedb's "will be created" notices
+        os.environ.setdefault("LANCEDB_LOG", "error")  # lancedb's "will be created" notices
         # The offline stand-ins fill GraphRAG's token budget on purpose; its notice is not a problem.
         logging.getLogger("graphrag.query.structured_search.local_search.mixed_context").setLevel(logging.ERROR)
         with tempfile.TemporaryDirectory() as tmp:

@@ -16,7 +16,7 @@ Every route, the web UI and the configuration are LightRAG's own; this module ad
 - an ``X-Triage-Query-Id`` header on every ``/query*`` response (streaming included).
 
 Options (a flag wins over its variable): ``--triage-store``/``TRIAGE_STORE_URL`` (a path or URL; default
-``TRIAGE_STORE``, else ``./triage.sqlite`` in the working directory), ``--triage-reweight``/
+``TRIAGE_STORE``, else ``triage.sqlite`` in LightRAG's ``--working-dir``), ``--triage-reweight``/
 ``TRIAGE_REWEIGHT=1``, ``--triage-unit``/``TRIAGE_UNIT`` (``triple``/``chunk``),
 ``--triage-gate``/``TRIAGE_GATE`` (``warn``, the default: record only; ``reroute``; ``off``), and
 ``--triage-funcs``/``TRIAGE_LIGHTRAG_FUNCS`` = ``module:callable``: called with LightRAG's parsed
@@ -358,22 +358,40 @@ def _is_query_path(scope: Mapping[str, Any]) -> bool:
 
 
 TRIAGE_HELP = """\
-triage-lightrag-server: lightrag-server with its LightRAG instance instrumented by triage-plugins.
-Every lightrag-server argument below works as there; these are added (a flag wins over its variable):
+triage-lightrag-server: lightrag-server with its LightRAG instance instrumented
+by triage-plugins. It records every query's retrieval and answer (events,
+metrics, the chain signature) in a store and can learn from feedback. Every
+lightrag-server argument listed after this text works as there; these are added
+(a flag wins over its environment variable):
 
-  --triage-store PATH_OR_URL  store for events, metrics and learned scores (TRIAGE_STORE_URL;
-                              default TRIAGE_STORE, else ./triage.sqlite in the working directory)
-  --triage-reweight           learn from feedback and rerank LightRAG's retrieval (TRIAGE_REWEIGHT=1);
-                              off by default: answers are exactly lightrag-server's
-  --triage-unit triple|chunk  what feedback scores (TRIAGE_UNIT, default triple)
+  --triage-store PATH_OR_URL
+        where events, metrics and learned scores go: a SQLite file or a
+        postgresql:// URL (TRIAGE_STORE_URL; default TRIAGE_STORE, else
+        triage.sqlite in LightRAG's --working-dir)
+  --triage-reweight
+        learn from feedback and rerank LightRAG's retrieval (TRIAGE_REWEIGHT=1);
+        off by default: answers are exactly lightrag-server's
+  --triage-unit triple|chunk
+        what feedback scores (TRIAGE_UNIT; default triple)
   --triage-gate warn|reroute|off
-                              the pre-answer gate (TRIAGE_GATE): warn (default) only records its decision
+        the check between retrieval and answer (TRIAGE_GATE): warn, the default,
+        only records its decision; reroute retrieves once more with its
+        suggestion (a wider top-k, another mode); off skips it
   --triage-funcs MODULE:CALLABLE
-                              your own LLM/embedding/tokenizer overrides (TRIAGE_LIGHTRAG_FUNCS)
-  --gunicorn                  serve with lightrag-gunicorn (each worker instruments its own instance)
+        a function returning your own LLM, embedding and tokenizer for LightRAG
+        (TRIAGE_LIGHTRAG_FUNCS)
+  --gunicorn
+        serve with lightrag-gunicorn (each worker instruments its own instance)
 
-Added routes: POST /triage/feedback {"query_id", "score"}, GET /triage/summary; every /query*
-response carries an X-Triage-Query-Id header. See docs/lightrag.md.
+Added routes: POST /triage/feedback {"query_id": ..., "score": 0..1} rates an
+answer; GET /triage/summary gives recent metrics. Every /query* response carries
+an X-Triage-Query-Id header naming the query to rate.
+
+Examples:
+
+  triage-lightrag-server --port 9621 --working-dir ./rag_storage
+  triage-lightrag-server --triage-reweight --triage-store triage.sqlite
+  triage report ./rag_storage/triage.sqlite
 """
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -54,7 +54,7 @@ def _defined(queries: list, name: str) -> list[float]:
     return [q.metrics[name].value for q in queries if name in q.metrics and q.metrics[name].value is not None]
 
 
-def _usage_table(result: DemoResult, console: Console) -> Table:
+def _usage_table(result: DemoResult, console: Console) -> RenderableType:
     by_retriever: dict[str, list] = defaultdict(list)
     for q in result.usage.queries:
         by_retriever[q.retriever].append(q)
@@ -124,21 +124,21 @@ def render_demo(result: DemoResult, console: Console) -> None:
             title="triage demo",
         )
     )
-    console.print(fold_table(_phase_table("KG Implementation (extraction)", result.implementation)))
-    console.print(fold_table(_phase_table("KG Validation (graph)", result.validation)))
+    console.print(fold_table(_phase_table("KG Implementation (extraction)", result.implementation), console))
+    console.print(fold_table(_phase_table("KG Validation (graph)", result.validation), console))
     console.print(_usage_table(result, console))
-    console.print(fold_table(_signature_table(result)))
+    console.print(fold_table(_signature_table(result), console))
     if result.traced is not None and result.traced.diagnosis is not None:
         q = result.traced
         console.print(
-            Panel(
-                escape(render_trace(q.diagnosis)),
-                title=f"One query through the chain ({escape(q.retriever)}): {escape(q.query)}",
+            Panel(  # the query in the body: a panel title is one line, cut at the console width
+                Text.assemble(("query: ", "bold"), q.query, "\n", render_trace(q.diagnosis)),
+                title=f"One query through the chain ({escape(q.retriever)})",
                 title_align="left",
             )
         )
     if result.rounds:
-        console.print(fold_table(_rounds_table(result)))
+        console.print(fold_table(_rounds_table(result), console))
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     tail = f"done in {result.seconds:.1f} s"
@@ -193,7 +193,7 @@ def render_demo_seeds(result: DemoSeeds, console: Console) -> None:
     if not result.before.values:
         console.print("[yellow]note:[/] no feedback rounds ran: no learning to summarize over seeds")
         return
-    console.print(_seeds_table(result))
+    console.print(fold_table(_seeds_table(result), console))
     gains = result.gain.values
     better = sum(g > 0 for g in gains)
     worse = sum(g < 0 for g in gains)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from rich.console import Group
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -23,12 +24,12 @@ from triage_plugins.report.compare_html import chain_funnel, compare_columns
 from triage_plugins.report.data import CHAIN_METRICS
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
 
     from triage_plugins.apps.compare import CompareResult, CompareRow, MetricSummary
     from triage_plugins.metrics.registry import MetricRegistry
     from triage_plugins.metrics.result import MetricResult
-    from triage_plugins.report.data import StoreReport
+    from triage_plugins.report.data import ScoreUnitReport, StoreReport
 
 __all__ = ["fits", "fold_table", "matrix_table", "render_compare", "render_store_report"]
 
@@ -59,11 +60,15 @@ def _summary(s: MetricSummary | None, *, mean: bool = False) -> Text:
     return text
 
 
-def fold_table(table: Table) -> Table:
-    """Let every header and cell of ``table`` wrap (fold inside a word if it must), never end in ``…``."""
+def fold_table(table: Table, console: Console | None = None) -> Table:
+    """Let every header and cell of ``table`` wrap (fold inside a word only if it must), never end in
+    ``…``; with ``console``, also give each column at least its longest word when the table fits at
+    all (rich alone shrinks the widest columns first and splits a word that would have fitted)."""
     for column in table.columns:
         column.overflow = "fold"
         column.no_wrap = False
+    if console is not None:
+        _settle_widths(table, console)
     return table
 
 
@@ -71,6 +76,39 @@ def fits(table: Table, console: Console) -> bool:
     """Whether ``table`` fits the console with every cell wrapped only at word boundaries."""
     unbounded = console.options.update_width(10_000)
     return Measurement.get(console, unbounded, table).minimum <= console.width
+
+
+def _settle_widths(table: Table, console: Console) -> None:
+    """Fix each column's width between its longest word and its widest line so that the table fills
+    the console; a table whose longest words do not fit side by side is left to rich (it folds)."""
+    unbounded = console.options.update_width(10_000)
+    # rich has no public per-column measure; these two are stable since rich 10
+    ranges = [table._measure_column(console, unbounded, column) for column in table.columns]
+    available = console.width - table._extra_width
+    lows = [r.minimum for r in ranges]
+    highs = [max(r.minimum, r.maximum) for r in ranges]
+    if sum(highs) <= available or sum(lows) > available:
+        return
+    for column, width in zip(table.columns, _share(lows, highs, available), strict=True):
+        column.width = max(1, width - table._get_padding_width(column._index))
+
+
+def _share(lows: list[int], highs: list[int], total: int) -> list[int]:
+    """Widths from ``lows`` up towards ``highs``, the spare room split evenly among the columns that
+    still want more (narrow columns are satisfied first), summing to at most ``total``."""
+    widths, spare = list(lows), total - sum(lows)
+    while spare > 0:
+        wanting = [i for i, (w, h) in enumerate(zip(widths, highs, strict=True)) if w < h]
+        if not wanting:
+            break
+        step = max(1, spare // len(wanting))
+        for i in wanting:
+            give = min(step, highs[i] - widths[i], spare)
+            widths[i] += give
+            spare -= give
+            if not spare:
+                break
+    return widths
 
 
 Cell = Text | str
@@ -86,60 +124,95 @@ def _matrix(
     console.print(matrix_table(console, title, corner, rows, columns))
 
 
+def _wide(
+    title: str,
+    corner: str,
+    rows: list[tuple[Text, list[Cell]]],
+    columns: list[tuple[str, str]],
+    keep: range | list[int] | None = None,
+) -> Table:
+    keep = range(len(columns)) if keep is None else keep
+    table = Table(title=title, title_justify="left")
+    table.add_column(corner)
+    for i in keep:
+        table.add_column(columns[i][0], justify=columns[i][1])  # type: ignore[arg-type]
+    for label, cells in rows:
+        table.add_row(label, *(cells[i] for i in keep))
+    return table
+
+
 def matrix_table(
     console: Console,
     title: str,
     corner: tuple[str, str],
     rows: list[tuple[Text, list[Cell]]],
     columns: list[tuple[str, str]],
-) -> Table:
-    """Rows × columns, or pivoted (columns as rows) when the wide form does not fit ``console``.
+) -> RenderableType:
+    """Rows × columns as one table that fits ``console`` without splitting a word: the wide form if
+    it fits, else pivoted (columns as rows), else the wide form split into several tables of as many
+    columns as fit, each repeating the row labels (titled "… (1 of 3)").
 
     :param corner: header of the label column as (wide form, pivoted form).
     :param columns: (name, justify) of each value column.
     """
-    wide = Table(title=title, title_justify="left")
-    wide.add_column(corner[0])
-    for name, justify in columns:
-        wide.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for label, cells in rows:
-        wide.add_row(label, *cells)
+    wide = _wide(title, corner[0], rows, columns)
     if fits(wide, console) or not rows:
-        return fold_table(wide)
+        return fold_table(wide, console)
     tall = Table(title=title, title_justify="left")
     tall.add_column(corner[1])
     for label, _ in rows:
         tall.add_column(label, justify="right")
     for i, (name, _) in enumerate(columns):
         tall.add_row(name, *(cells[i] for _, cells in rows))
-    return fold_table(tall)
+    if fits(tall, console):
+        return fold_table(tall, console)
+    chunks: list[list[int]] = [[]]
+    for i in range(len(columns)):
+        if chunks[-1] and not fits(_wide(title, corner[0], rows, columns, [*chunks[-1], i]), console):
+            chunks.append([])
+        chunks[-1].append(i)
+    parts = [
+        fold_table(_wide(f"{title} ({k} of {len(chunks)})", corner[0], rows, columns, keep), console)
+        for k, keep in enumerate(chunks, 1)
+    ]
+    return Group(*parts)
 
 
 def _frameworks_table(result: CompareResult, console: Console) -> None:
-    frameworks = Table(title="Frameworks", title_justify="left")
-    for col in ("framework", "mode", "status", "set-up"):
-        frameworks.add_column(col)
-    for col in ("queries", "triples", "graph", "run s", "query ms"):
-        frameworks.add_column(col, justify="right")
+    """One row per framework × mode; a non-default set-up is marked on the row and described below
+    it, with the reason of every row that did not run (prose wraps at word boundaries)."""
+    rows: list[tuple[Text, list[Cell]]] = []
     for r in result.rows:
         style = {"ok": "green", "failed": "bold red", "unavailable": "dim"}[r.status]
         q_ms = r.latency.get("query_median")
-        frameworks.add_row(
-            Text(r.framework),
-            Text(r.mode),
-            Text(r.status, style=style),
-            Text(r.setup.label or "default", style="yellow" if r.setup.label else "dim"),
-            str(r.queries) if r.status == "ok" else "",
-            "" if r.triples_extracted is None else str(r.triples_extracted),
-            "" if r.graph_triples is None else str(r.graph_triples),
-            "" if r.seconds is None else f"{r.seconds:.2f}",
-            "" if q_ms is None else f"{q_ms * 1000:.1f}",
+        label = Text(r.label)
+        if r.setup.label:
+            label.append(" (non-default)", style="yellow")
+        rows.append(
+            (
+                label,
+                [
+                    Text(r.status, style=style),
+                    str(r.queries) if r.status == "ok" else "",
+                    "" if r.triples_extracted is None else str(r.triples_extracted),
+                    "" if r.graph_triples is None else str(r.graph_triples),
+                    "" if r.seconds is None else f"{r.seconds:.2f}",
+                    "" if q_ms is None else f"{q_ms * 1000:.1f}",
+                ],
+            )
         )
-    console.print(fold_table(frameworks))
+    columns = [
+        ("status", "left"),
+        *((c, "right") for c in ("queries", "triples", "graph", "run s", "query ms")),
+    ]
+    _matrix(console, "Frameworks", ("framework / mode", "field"), rows, columns)
+    for r in result.rows:
+        if r.setup.label:
+            console.print(Text.assemble((f"set-up of {r.label}: ", "yellow"), r.setup.description))
     for r in result.rows:
         if r.status != "ok":
             style = "bold red" if r.status == "failed" else "dim"
-            console.print(Text.assemble((f"{r.framework} {r.status}: ", style), r.reason or ""))
+            console.print(Text.assemble((f"{r.label} {r.status}: ", style), r.reason or ""))
 
 
 def _kg_table(ok: list[CompareRow], columns: dict[str, tuple[str, ...]], console: Console) -> None:
@@ -189,14 +262,13 @@ def _differences_table(result: CompareResult, console: Console) -> None:
     hits = [d for d in result.differences if d.metric == "Hits@1"]
     if not hits:
         return
-    diffs = Table(title="Hits@1 differences (paired, 95 % clustered BCa)", title_justify="left")
-    for col, justify in (("a", "left"), ("b", "left"), ("a − b", "right"), ("95 % interval", "right")):
-        diffs.add_column(col, justify=justify)  # type: ignore[arg-type]
-    diffs.add_column("significant")
+    rows: list[tuple[Text, list[Cell]]] = []
     for d in hits:
         mark = Text("yes", style="green") if d.significant else Text("not significant", style="dim")
-        diffs.add_row(Text(d.a), Text(d.b), _num(d.interval.estimate), format_interval(d.interval), mark)
-    console.print(fold_table(diffs))
+        rows.append((Text(f"{d.a} − {d.b}"), [_num(d.interval.estimate), format_interval(d.interval), mark]))
+    title = "Hits@1 differences a − b (paired, 95 % clustered BCa)"
+    columns = [("a − b", "right"), ("95 % interval", "right"), ("significant", "left")]
+    _matrix(console, title, ("pair a − b", "pair"), rows, columns)
 
 
 def _seeds_table(result: CompareResult, console: Console) -> None:
@@ -339,7 +411,7 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
             graph.add_column(Text(fw), justify="right")
         for n in names:
             graph.add_row(n, *(_metric(metrics.get(n)) for metrics in report.graph.values()))
-        console.print(fold_table(graph))
+        console.print(fold_table(graph, console))
 
     for g in report.groups:
         if g.triggers:
@@ -351,7 +423,7 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
                     Text(f"#{s.position} ({s.query_id})"), s.metric, s.statistic, f"{s.value:.3f}",
                     f"{s.threshold:.3f}", s.stage or "investigate", Text(s.levers[0] if s.levers else ""),
                 )  # fmt: skip
-            console.print(fold_table(t))
+            console.print(fold_table(t, console))
         for sig, queries in g.worst.items():
             console.print(Text(f"worst {sig} queries — {g.label}", style="bold"))
             for q in queries[:traces]:
@@ -359,12 +431,26 @@ def render_store_report(report: StoreReport, console: Console, *, traces: int = 
                 console.print(Text("    " + render_trace(list(q.steps)).replace("\n", "\n    "), style="dim"))
 
     for u in report.scores:
-        t = Table(title=f"Contribution scores — {u.unit}: {u.moved} of {u.total} moved", title_justify="left")
-        for col in ("", "id", "raw", "vs 100", "updates"):
-            t.add_column(col, justify="right" if col in {"raw", "vs 100", "updates"} else "left")
-        for kind, moves in (("promoted", u.promoted), ("suppressed", u.suppressed)):
-            for m in moves:
-                t.add_row(kind, Text(m.id), f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates))
-        console.print(fold_table(t))
+        _scores_table(u, console)
     for note in report.notes:
         console.print(Text(f"note: {note}", style="dim"))
+
+
+def _scores_table(u: ScoreUnitReport, console: Console) -> None:
+    """The learned scores that moved most; an id is never split: when the table is too narrow for
+    the longest id, it becomes the row label of a table that splits its other columns."""
+    title = f"Contribution scores — {u.unit}: {u.moved} of {u.total} moved"
+    moves = [(kind, m) for kind, ms in (("promoted", u.promoted), ("suppressed", u.suppressed)) for m in ms]
+    t = Table(title=title, title_justify="left")
+    for col in ("", "id", "raw", "vs 100", "updates"):
+        t.add_column(col, justify="right" if col in {"raw", "vs 100", "updates"} else "left")
+    for kind, m in moves:
+        t.add_row(kind, Text(m.id), f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates))
+    if fits(t, console) or not moves:
+        console.print(fold_table(t, console))
+        return
+    rows: list[tuple[Text, list[Cell]]] = [
+        (Text(m.id), [kind, f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates)]) for kind, m in moves
+    ]
+    columns = [("moved", "left"), ("raw", "right"), ("vs 100", "right"), ("updates", "right")]
+    _matrix(console, title, ("id", "field"), rows, columns)
