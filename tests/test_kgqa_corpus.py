@@ -54,3 +54,37 @@ def test_missing_data_is_a_clear_error(tmp_path: Path) -> None:
         pathquestion_corpus("pq-2h", root=tmp_path)
     with pytest.raises(DatasetError, match="unknown KGQA corpus"):
         pathquestion_corpus("pq-9h", root=tmp_path)
+
+
+def test_triage_compare_on_the_pathquestion_corpus(shared_data: Path, tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "pq.json"
+    cmd = [
+        sys.executable, "-m", "triage_plugins.cli", "compare", "--corpus", "pq-2h", "--frameworks", "reference",
+        "--modes", "krag", "--max-questions", "20", "--quiet", "--json", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "TRIAGE_DATA_DIR": str(shared_data)}
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["corpus"].startswith("pq-2h (seed 0, ")
+    (row,) = result["rows"]
+    assert row["queries"] == 20 and row["gold"]["Hits@1"]["mean"] is not None
+
+
+def test_triage_compare_without_the_data_says_where_it_looked(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "triage_plugins.cli", "compare", "--corpus", "pq-3h", "--quiet"]
+    env = {**os.environ, "TRIAGE_DATA_DIR": str(tmp_path / "nowhere")}
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert (
+        "error:" in done.stderr and "PQ-3H.txt: not found" in done.stderr and "Traceback" not in done.stderr
+    )

@@ -1129,9 +1129,11 @@ def compare_cmd(
     corpus: Annotated[
         str,
         typer.Option(
-            metavar="embedded|DIR",
-            help="The documents: embedded (a generated world with its questions) or a folder of "
-            ".txt/.md files (then give --questions).",
+            metavar="NAME|DIR",
+            help="The documents: embedded (a generated world with its 60 questions); pq-2h or pq-3h "
+            "(300 documents and 200 questions derived from PathQuestion's KB, read from "
+            "$TRIAGE_DATA_DIR or ../shared/data; --seed picks the sample); or a folder of .txt/.md "
+            "files (then give --questions).",
         ),
     ] = "embedded",
     questions: Annotated[
@@ -1164,13 +1166,15 @@ def compare_cmd(
         Path | None,
         typer.Option(metavar="FILE", help="Ontology file (JSON or YAML) for the schema metrics OC, LC, SC."),
     ] = None,
-    seed: Annotated[int, typer.Option(metavar="SEED", help="Seed of the embedded world.")] = 0,
+    seed: Annotated[
+        int, typer.Option(metavar="SEED", help="Seed of the embedded world (pq-2h/pq-3h: of the sample).")
+    ] = 0,
     seeds: Annotated[
         int,
         typer.Option(
             metavar="N",
-            help="Repeat over N embedded worlds (seeds SEED to SEED+N-1) and add each row's mean "
-            "over seeds with a 95% interval.",
+            help="Repeat over N seeds of a built-in corpus (SEED to SEED+N-1) and add each row's "
+            "mean over seeds with a 95% interval.",
         ),
     ] = 1,
     max_questions: Annotated[
@@ -1200,6 +1204,7 @@ def compare_cmd(
 
       triage compare --frameworks reference --html compare.html
       triage compare --feedback-rounds 2 --store cmp.sqlite --json cmp.json
+      triage compare --corpus pq-2h --frameworks reference,lightrag
     """
     from triage_plugins.apps.compare import run_compare, run_compare_seeds
     from triage_plugins.report import compare_html, render_compare
@@ -1208,14 +1213,19 @@ def compare_cmd(
         {"question file": questions, "ontology file": ontology},
         {"--json file": json_out, "--html file": html_out, "--store file": _store_file(store)},
     )
-    if corpus != "embedded" and not Path(corpus).is_dir():
-        _fail(f"--corpus is 'embedded' or a folder of .txt/.md files; {corpus} is not a folder")
+    if corpus not in _built_in_corpora() and not Path(corpus).is_dir():
+        _fail(
+            f"--corpus is one of {', '.join(_built_in_corpora())} or a folder of .txt/.md files; "
+            f"{corpus} is neither"
+        )
     if seeds < 1:
         _fail(f"--seeds is the number of corpus seeds (at least 1), got {seeds}")
     if feedback_rounds < 0:
         _fail(f"--feedback-rounds is a number of rounds (0 or more), got {feedback_rounds}")
-    if seeds > 1 and (corpus != "embedded" or questions is not None):
-        _fail("--seeds N > 1 repeats over embedded corpora: use it with --corpus embedded and no --questions")
+    if seeds > 1 and (corpus not in _built_in_corpora() or questions is not None):
+        _fail(
+            "--seeds N > 1 repeats over built-in corpora: use it with --corpus embedded, pq-2h or pq-3h and no --questions"
+        )
     try:
         source, asked, seeded = _compare_inputs(corpus, seed, ontology, questions, max_questions)
         with _progress_bars(not quiet) as progress:
@@ -1241,21 +1251,32 @@ def _csv(text: str | None) -> list[str] | None:
     return [part.strip() for part in text.split(",") if part.strip()] if text else None
 
 
+def _built_in_corpora() -> tuple[str, ...]:
+    """``--corpus`` names that are not folders: the embedded world and the KGQA-derived corpora."""
+    from triage_plugins.apps.kgqa_corpus import KGQA_CORPORA
+
+    return ("embedded", *KGQA_CORPORA)
+
+
 def _compare_inputs(
     corpus: str, seed: int, ontology: Path | None, questions: Path | None, max_questions: int | None
 ) -> tuple[Any, list, Callable[[int], Any]]:
-    """The corpus, the questions asked, and the embedded corpus of any seed (for --seeds)."""
+    """The corpus, the questions asked, and the built-in corpus of any seed (for --seeds)."""
     from dataclasses import replace
 
     from triage_plugins.apps.compare import embedded_corpus, load_corpus_dir, load_question_file
+    from triage_plugins.apps.kgqa_corpus import pathquestion_corpus
     from triage_plugins.kg.ontology import load_ontology
 
-    def seeded(s: int) -> Any:  # the embedded corpus of seed s, as asked (ontology, max questions)
-        world = embedded_corpus(s)
+    def built_in(s: int) -> Any:
+        return embedded_corpus(s) if corpus == "embedded" else pathquestion_corpus(corpus, seed=s)
+
+    def seeded(s: int) -> Any:  # the built-in corpus of seed s, as asked (ontology, max questions)
+        world = built_in(s)
         world = world if ontology is None else replace(world, ontology=load_ontology(ontology))
         return replace(world, questions=world.questions[:max_questions])
 
-    source = embedded_corpus(seed) if corpus == "embedded" else load_corpus_dir(corpus)
+    source = built_in(seed) if corpus in _built_in_corpora() else load_corpus_dir(corpus)
     if ontology is not None:
         source = replace(source, ontology=load_ontology(ontology))
     asked = load_question_file(questions) if questions is not None else source.questions
