@@ -191,3 +191,18 @@ def test_parse_age() -> None:
     for bad in ("", "7", "-1d", "1y", "d"):
         with pytest.raises(TriageError):
             parse_age(bad)
+
+
+def test_store_info_shows_feedback_the_learner_could_not_attribute(tmp_path: Path) -> None:
+    from triage_plugins.plugins.feedback import unattributed_param
+
+    path = tmp_path / "t.sqlite"
+    with open_store(path) as store:
+        store.add_param(unattributed_param("no answer entity"), 3)
+    result = runner.invoke(app, ["store", "info", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "could not attribute" in result.output and "no answer entity: 3" in result.output
+    with open_store(tmp_path / "clean.sqlite"):
+        pass
+    clean = runner.invoke(app, ["store", "info", str(tmp_path / "clean.sqlite")])
+    assert clean.exit_code == 0 and "could not attribute" not in clean.output

@@ -673,6 +673,9 @@ def store_info(
             ),
             soft_wrap=True,
         )
+    if summary.unattributed:
+        causes = ", ".join(f"{cause}: {n}" for cause, n in summary.unattributed.items())
+        console.print(Text(f"feedback the learner could not attribute (changed no score): {causes}"))
 
 
 def _print_runs(runs: list, total: int) -> None:
