@@ -206,3 +206,13 @@ def test_store_info_shows_feedback_the_learner_could_not_attribute(tmp_path: Pat
         pass
     clean = runner.invoke(app, ["store", "info", str(tmp_path / "clean.sqlite")])
     assert clean.exit_code == 0 and "could not attribute" not in clean.output
+
+
+def test_every_demo_run_is_ended(tmp_path: Path) -> None:
+    store = tmp_path / "demo.sqlite"
+    result = runner.invoke(app, ["demo", "--quiet", "--feedback-rounds", "1", "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    with open_store(store, readonly=True) as s:
+        runs = s.runs()
+    assert [r.kind for r in runs] == ["demo-static", "demo-feedback"]
+    assert all(r.ended_at is not None and r.ended_at >= r.started_at for r in runs)

@@ -223,6 +223,9 @@ def _feedback_rounds(
     train = world.questions[0::2]
     test = world.questions[1::2]
     learner = manager.get_plugin("triage.feedback")
+    if manager.store is not None and manager.run_id is not None:  # the static run ends here
+        manager.flush()
+        manager.store.end_run(manager.run_id)
     manager.start_run("demo-feedback", {"rounds": k, "train": len(train), "test": len(test)})
     tick = bar("feedback rounds", (k + 1) * len(test) + k * len(train))
     manager.config.reweight = True
