@@ -381,7 +381,10 @@ def offline_config(root: Any, *, answer: str = "reader", **overrides: Any) -> An
         "output_storage": {"base_dir": str(root / "output")},
         "update_output_storage": {"base_dir": str(root / "update_output")},
         "reporting": {"base_dir": str(root / "logs")},
-        "cache": {"type": "none"},
+        "cache": {
+            "type": "none",
+            "storage": {"type": "file", "base_dir": str(root / "cache")},
+        },  # never ./cache
         "vector_store": {"db_uri": str(root / "lancedb"), "vector_size": DIMENSION},
         "snapshots": {"raw_graph": True},
         "chunking": {"size": 200, "overlap": 0},

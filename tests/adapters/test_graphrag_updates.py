@@ -408,3 +408,15 @@ def test_plain_api_reweights_triples_and_chunks_together(project) -> None:
     texts = list(context["sources"]["text"])
     assert texts == order[::-1]  # chunk level: GraphRAG's order reversed
     _same_context(untouched, plain)
+
+
+def test_offline_config_keeps_every_folder_under_its_root(tmp_path) -> None:
+    from triage_graphrag.offline import offline_config
+
+    root = tmp_path / "project"
+    config = offline_config(root)
+    folders = [
+        config.input_storage.base_dir, config.output_storage.base_dir, config.update_output_storage.base_dir,
+        config.reporting.base_dir, config.cache.storage.base_dir,
+    ]  # fmt: skip
+    assert all(Path(f).resolve().is_relative_to(root.resolve()) for f in folders), folders  # never ./cache
