@@ -1207,7 +1207,7 @@ def compare_cmd(
 
       triage compare --frameworks reference --html compare.html
       triage compare --feedback-rounds 2 --store cmp.sqlite --json cmp.json
-      triage compare --corpus pq-2h --frameworks reference,lightrag
+      triage compare --corpus pq-2h --feedback-rounds 1
     """
     from triage_plugins.apps.compare import run_compare, run_compare_seeds
     from triage_plugins.report import compare_html, render_compare
