@@ -1,31 +1,39 @@
-"""Overhead of the LlamaIndex adapter on the host's query path: instrumented vs plain, side by side.
+"""Cost of the LlamaIndex adapter: host-path latency and total process CPU, instrumented vs plain, one run.
 
 One PropertyGraphIndex (offline scripted LLM + hashing embedding) over the core's synthetic world
-(``generate_world``: 236 chunks, 1-3 hop questions); the stock ``index.as_query_engine()`` (both sub-retrievers, ``include_text=True``) answers the same
-questions with and without triage: every question runs twice in a row, plain and instrumented in
-alternating order (the handlers are added and removed between the two, outside the timed region),
-so drift and the noise of a shared machine hit both sides alike. Configurations:
+(``generate_world``: 236 chunks, 1-3 hop questions); the stock ``index.as_query_engine()`` (both
+sub-retrievers, ``include_text=True``) answers the same questions with and without triage, in blocks of
+``--block`` questions: a plain block and an instrumented block back to back (which goes first
+alternates; the handlers are added and removed between blocks, outside the measurements), so drift and
+the noise of a shared machine hit both sides alike. Two figures:
 
-- ``inline``    : triage handlers + a synchronous manager with no plugins: the adapter's own cost
-  (span tree, parsing, grounding, event construction) with no thread involved;
-- ``worker``    : the same with the manager's background worker (the default delivery): adds the
-  cost of handing each event to the worker thread;
-- ``defaults``  : the manager's default plugins and a SQLite store on the background worker (what
-  ``instrument(store=...)`` gives a user); includes the synchronous ``triage_gate`` call, which the
-  default gate answers by computing the pre-generation metrics inline.
+- **latency** — each query's wall time on the host's path;
+- **total CPU** — ``time.process_time()`` (every thread) over the block, the instrumented block until
+  its manager's queue is flushed: the deferred work (event delivery, usage metrics, gate, SQLite
+  writes on the worker) is inside the measurement.
 
-Target (brief): median instrumented / plain ≤ 1.05.
+Configurations: ``adapter`` = triage handlers + a manager without plugins (the adapter's own cost:
+span tree, parsing, grounding, event construction, the hand-off to the worker); ``defaults`` = the
+manager's default plugins and a SQLite store (what ``instrument(store=...)`` gives a user).
 
-Run: ``python benchmarks/bench_llamaindex.py [--seed 0] [--queries 300]``
+Host speeds (``--delays``, ms): ``0`` is the free offline model (~15-30 ms queries); a positive value
+makes every LLM completion and query embedding wait that long first (``--delay-kind sleep``, the
+default: a remote model, the host idle while it answers, CPU ratio undiluted; ``burn``: the CPU spins,
+as an in-process model would, and the CPU ratio shrinks toward 1). Targets: total CPU <= 1.03 (issue
+#20), latency <= 1.05.
+
+Run: ``python benchmarks/bench_llamaindex.py --queries 100 --delays 0,50``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.schema import TextNode
@@ -52,43 +60,89 @@ def world_corpus(seed: int, n_questions: int) -> tuple[list[TextNode], list[str]
     return nodes, [q.text for q in world.questions]
 
 
-def run(engine, inst, qs: list[str]) -> tuple[list[float], list[float]]:
-    """Each question twice, plain and instrumented, in alternating order (handlers toggled between)."""
-    plain: list[float] = []
-    instrumented: list[float] = []
-    for i, q in enumerate(qs):
-        for on in (False, True) if i % 2 == 0 else (True, False):
+class Delay:
+    """The wait every query-time model call takes first (set per level; see the module docstring)."""
+
+    seconds = 0.0
+    kind = "sleep"
+
+    @classmethod
+    def wait(cls) -> None:
+        if cls.seconds <= 0:
+            return
+        if cls.kind == "sleep":
+            time.sleep(cls.seconds)
+            return
+        end = time.thread_time() + cls.seconds  # burn: this thread's CPU, the same under any load
+        while time.thread_time() < end:
+            pass
+
+
+class DelayedLLM(OfflineLLM):
+    def _respond(self, prompt: str) -> Any:
+        Delay.wait()
+        return super()._respond(prompt)
+
+
+class DelayedEmbedding(OfflineEmbedding):
+    def _get_query_embedding(self, query: str) -> list[float]:
+        Delay.wait()
+        return super()._get_query_embedding(query)
+
+
+def _block(engine: Any, qs: list[str], flush: Any) -> tuple[list[float], float]:
+    """Host-path latency of each query, and the block's process CPU (the manager flushed inside)."""
+    latencies = []
+    cpu0 = time.process_time()
+    for q in qs:
+        t0 = time.perf_counter()
+        engine.query(q)
+        latencies.append(time.perf_counter() - t0)
+    if flush is not None:
+        flush()
+    return latencies, time.process_time() - cpu0
+
+
+def run(engine: Any, inst: Any, qs: list[str], block: int) -> dict[str, list]:
+    """Blocks of questions, plain and instrumented in alternating order (handlers toggled between)."""
+    out: dict[str, list] = {"lat_plain": [], "lat_traced": [], "cpu_plain": [], "cpu_traced": []}
+    for b, start in enumerate(range(0, len(qs) - block + 1, block)):
+        chunk = qs[start : start + block]
+        for on in (False, True) if b % 2 == 0 else (True, False):
             if on:
                 inst.instrument()
             else:
                 inst.uninstrument()
-            t0 = time.perf_counter()
-            engine.query(q)
-            (instrumented if on else plain).append(time.perf_counter() - t0)
+            lat, cpu = _block(engine, chunk, inst.flush if on else None)
+            side = "traced" if on else "plain"
+            out[f"lat_{side}"].extend(lat)
+            out[f"cpu_{side}"].append(cpu)
     inst.uninstrument()
-    return plain, instrumented
+    return out
 
 
-def report(name: str, plain: list[float], instrumented: list[float]) -> None:
-    def q(values: list[float], p: int) -> float:
-        return statistics.quantiles(values, n=100)[p - 1]
-
-    mp, mi = statistics.median(plain), statistics.median(instrumented)
+def report(name: str, delay_ms: float, r: dict[str, list]) -> None:
+    lp, lt = r["lat_plain"], r["lat_traced"]
+    mp, mt = statistics.median(lp), statistics.median(lt)
+    paired = statistics.median(t / p for p, t in zip(lp, lt, strict=True))
+    cp, ct = sum(r["cpu_plain"]), sum(r["cpu_traced"])
     print(
-        f"{name:<9} n={len(plain):<4} median plain {mp * 1e3:6.2f} ms  instrumented {mi * 1e3:6.2f} ms  "
-        f"ratio {mi / mp:5.3f} | p25 ratio {q(instrumented, 25) / q(plain, 25):5.3f} | "
-        f"mean ratio {statistics.fmean(instrumented) / statistics.fmean(plain):5.3f}"
+        f"{name:<9} {delay_ms:5.0f} {len(lp):4d} {mp * 1e3:9.2f} {mt * 1e3:10.2f} {mt / mp:6.3f} {paired:6.3f} "
+        f"{cp / len(lp) * 1e3:9.2f} {ct / len(lt) * 1e3:10.2f} {ct / cp:9.3f}"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=100, help="questions per configuration and delay")
+    parser.add_argument("--delays", default="0,50", help="model-call delays in ms, comma-separated")
+    parser.add_argument("--delay-kind", choices=("sleep", "burn"), default="sleep")
+    parser.add_argument("--block", type=int, default=5)
     args = parser.parse_args()
 
     nodes, qs = world_corpus(args.seed, args.queries)
-    llm, embed = OfflineLLM(logprobs=False), OfflineEmbedding()
+    llm, embed = DelayedLLM(logprobs=False), DelayedEmbedding()
     t0 = time.perf_counter()
     index = PropertyGraphIndex(nodes=nodes, llm=llm, embed_model=embed)
     n_triples = len(index.property_graph_store.graph.triplets)
@@ -96,22 +150,29 @@ def main() -> None:
     engine = index.as_query_engine(llm=llm)
     for q in qs[:20]:  # warm caches and lazy imports on both paths
         engine.query(q)
-
+    Delay.kind = args.delay_kind
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; delay kind {args.delay_kind}")
+    print(
+        f"{'config':<9} {'delay':>5} {'n':>4} {'lat plain':>9} {'lat traced':>10} {'ratio':>6} {'paired':>6} "
+        f"{'cpu plain':>9} {'cpu traced':>10} {'cpu ratio':>9}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        configs = {
-            "inline": TriageManager(entry_points=False, defaults=False, synchronous=True),
-            "worker": TriageManager(entry_points=False, defaults=False),
-            "defaults": TriageManager(store=Path(tmp) / "bench.sqlite", entry_points=False),
-        }
-        for name, manager in configs.items():
-            inst = instrument(manager=manager)
-            inst.emit_graph(index)
-            for q in qs[:5]:
-                engine.query(q)
-            plain, instrumented = run(engine, inst, qs)
-            manager.flush()
-            report(name, plain, instrumented)
-            manager.close()
+        for delay_ms in (float(d) for d in args.delays.split(",") if d.strip()):
+            Delay.seconds = delay_ms / 1e3
+            configs = {
+                "adapter": TriageManager(entry_points=False, defaults=False),
+                "defaults": TriageManager(store=Path(tmp) / f"bench-{delay_ms:g}.sqlite", entry_points=False),
+            }
+            for name, manager in configs.items():
+                inst = instrument(manager=manager)
+                inst.emit_graph(index)
+                for q in qs[:5]:
+                    engine.query(q)
+                result = run(engine, inst, qs, args.block)
+                manager.flush()
+                report(name, delay_ms, result)
+                manager.close()
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
 
 
 if __name__ == "__main__":

@@ -191,3 +191,62 @@ def test_gate_decides_on_a_200_triple_subgraph(tmp_path: Path) -> None:
     decision = gate.triage_gate(event)
     assert decision is not None and decision.action in ("proceed", "warn", "reroute")
     assert gate.triage_gate(event) == decision
+
+
+def _background(tmp_path: Path, name: str) -> tuple[TriageManager, UsageRecorder]:
+    manager = TriageManager(store=tmp_path / name, synchronous=False, entry_points=False, defaults=False)
+    recorder = UsageRecorder(manager)
+    manager.register(recorder, "triage.usage", _source=("default", None, None))  # the default lane
+    return manager, recorder
+
+
+def _rows(manager: TriageManager) -> list[tuple]:
+    return [
+        (r.scope_id, r.name, r.value, r.reason, r.details.get("phase"))
+        for r in manager.store.metrics(scope="query")
+    ]
+
+
+def _emit_queries(manager: TriageManager) -> None:
+    manager.emit_graph(GraphEvent("mine", GRAPH))
+    gold = Gold(answers=("Christopher Nolan",))
+    for i in range(6):
+        manager.emit_retrieval(_retrieval(f"q{i}", FIG4_QUERY, (T1, T2_MERGED), gold=gold if i % 2 else None))
+        manager.emit_generation(GenerationEvent("mine", f"q{i}", "Yes, Christopher Nolan directed both."))
+
+
+def test_on_the_worker_a_batch_is_written_at_its_end_with_the_same_rows(tmp_path: Path) -> None:
+    background, recorder = _background(tmp_path, "b.sqlite")
+    inline, _, _ = _manager(tmp_path)
+    for manager in (background, inline):
+        _emit_queries(manager)
+    assert background.flush(timeout=10)
+    assert not recorder._pending  # written before flush() returned
+    assert _rows(background) == _rows(inline) and len(_rows(inline)) > 6 * 6
+    assert not background.failures
+    background.close()
+
+
+def test_a_failing_batched_write_is_counted_and_never_raised(tmp_path: Path) -> None:
+    manager, _ = _background(tmp_path, "f.sqlite")
+
+    def broken(rows, *, run_id=None):
+        raise OSError("disk full")
+
+    manager.store.record_metrics = broken  # type: ignore[method-assign]
+    _emit_queries(manager)
+    assert manager.flush(timeout=10)
+    assert manager.failures[("triage.usage", "<batch end>", "OSError")] >= 1
+    manager.close()
+
+
+def test_views_are_shared_only_for_the_same_retrieval_event() -> None:
+    from triage_plugins.metrics.usage import chain_head_metrics, usage_metrics
+
+    mentions = {"Inception": "Inception", "Interstellar": "Interstellar"}
+    connected = _retrieval("s1", FIG4_QUERY, (T1, T2_MERGED), mentions)
+    apart = _retrieval("s2", FIG4_QUERY, (T1, T2), mentions)  # same query, another subgraph
+    assert chain_head_metrics(connected)["RRS"].value == 1.0
+    assert usage_metrics(apart)["RRS"].value == 0.0  # not the previous event's connectivity
+    assert usage_metrics(connected)["RRS"].value == 1.0
+    assert chain_head_metrics(apart)["RRS"].value == usage_metrics(apart)["RRS"].value == 0.0

@@ -270,3 +270,113 @@ def test_a_host_never_idle_still_gets_its_events_within_the_bound():
         time.sleep(0.01)
     assert ran and 0.15 <= ran[0] - start < 2.0  # waited for the bound, then delivered
     d.close(timeout=2)
+
+
+def test_the_batch_end_runs_after_each_batch_and_before_flush_returns():
+    seen: list[int] = []
+    ends: list[int] = []
+
+    def end() -> None:
+        time.sleep(0.05)  # flush() must wait for this too
+        ends.append(len(seen))
+
+    d = Dispatcher(seen.append, queue_size=100, batch_size=4, schedule_delay=0.01, on_batch_end=end)
+    for i in range(10):
+        d.submit(i)
+    assert d.flush(timeout=5)
+    assert seen == list(range(10)) and ends and ends[-1] == 10
+    assert all(0 < n <= 10 for n in ends) and len(ends) >= 3  # batches of at most 4
+    d.close()
+
+
+def test_a_batch_end_that_raises_is_counted_and_the_worker_lives_on():
+    seen: list[int] = []
+
+    def end() -> None:
+        raise SystemExit(1)
+
+    d = Dispatcher(seen.append, queue_size=10, batch_size=2, schedule_delay=0, on_batch_end=end)
+    for i in range(4):
+        d.submit(i)
+    assert d.flush(timeout=5) and seen == [0, 1, 2, 3]
+    assert d.escaped >= 1
+    d.close()
+
+
+def test_a_worker_waiting_for_the_host_resumes_on_wake_not_on_a_poll():
+    idle = threading.Event()  # the host is busy
+    ran: list[float] = []
+    d = Dispatcher(lambda item: ran.append(time.monotonic()), queue_size=10, batch_size=10,
+                   schedule_delay=0, yield_to=idle, max_yield=30.0)  # fmt: skip
+    d.submit("a")
+    time.sleep(0.1)
+    assert not ran  # still giving way
+    idle.set()
+    woken = time.monotonic()
+    d.wake()
+    deadline = woken + 5
+    while not ran and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert ran and ran[0] - woken < 1.0  # resumed at once, far before max_yield
+    d.close(timeout=2)
+
+
+def test_the_manager_says_when_writes_may_wait_for_the_batch_end(tmp_path):
+    inside: list[bool] = []
+
+    class Probe:
+        @hookimpl
+        def triage_feedback(self, event):
+            inside.append(manager.batching())
+
+    manager = TriageManager(entry_points=False, defaults=False)
+    ends: list[int] = []
+    assert manager.at_batch_end("probe", lambda: ends.append(len(inside)))
+    manager.register(Probe(), "probe", _source=("default", None, None))  # on the default lane
+    assert not manager.batching()  # the host's thread is never inside a batch
+    manager.emit_feedback(FeedbackEvent("t", "q1", 1.0))
+    assert manager.flush(timeout=5)
+    assert inside == [True] and ends and ends[-1] == 1
+    manager.close()
+    sync = TriageManager(entry_points=False, defaults=False, synchronous=True)
+    assert not sync.at_batch_end("probe", lambda: None) and not sync.batching()
+    sync.close()
+
+
+def test_default_plugins_batch_their_writes_and_flush_still_means_committed(tmp_path):
+    from triage_plugins.contract.events import GenerationEvent, RetrievalEvent, Subgraph, Triple
+    from triage_plugins.store import open_store
+
+    def emit(manager: TriageManager) -> None:
+        triple = Triple("t1", "Inception", "directed_by", "Christopher Nolan")
+        for i in range(8):
+            manager.emit_retrieval(
+                RetrievalEvent(
+                    "t",
+                    f"q{i}",
+                    "Who directed Inception?",
+                    ("Inception",),
+                    {"Inception": "Inception"},
+                    Subgraph((triple,)),
+                )  # fmt: skip
+            )
+            manager.emit_generation(GenerationEvent("t", f"q{i}", "Christopher Nolan."))
+
+    background = TriageManager(store=tmp_path / "b.sqlite", entry_points=False)
+    inline = TriageManager(store=tmp_path / "i.sqlite", entry_points=False, synchronous=True)
+    assert (
+        background.get_plugin("triage.recorder")._batched and background.get_plugin("triage.usage")._batched
+    )
+    assert not inline.get_plugin("triage.recorder")._batched
+    for manager in (background, inline):
+        emit(manager)
+    assert background.emit_feedback(FeedbackEvent("t", "q7", 1.0), wait=True, timeout=10)
+    inline.emit_feedback(FeedbackEvent("t", "q7", 1.0))
+    with open_store(tmp_path / "b.sqlite") as other:  # another connection sees it all: committed
+        kinds = [(e.kind, e.query_id) for e in other.events()]
+        assert ("feedback", "q7") in kinds and other.counts()["metrics"] > 0
+    assert kinds == [(e.kind, e.query_id) for e in inline.store.events()]  # same events, same order
+    assert background.store.counts() == inline.store.counts()
+    assert not background.failures
+    background.close()
+    inline.close()

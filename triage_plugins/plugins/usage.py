@@ -22,6 +22,11 @@ Gold metrics are written only for queries that carry gold annotations. Events wi
 grounded with a :class:`~triage_plugins.kg.grounding.Grounder` over the last graph seen, built lazily
 on first need. Per-query memory (the retrieval event and the answers awaiting KNI) is an LRU of
 ``options["usage.max_queries"]`` queries (default 10 000).
+
+On the manager's delivery worker the rows of a whole batch are written together, in one store
+transaction at the end of the batch (``TriageManager.at_batch_end``), before the batch counts as
+delivered: ``flush()`` still returns with every row stored. Called directly or on a synchronous
+manager, each event's rows are written at once.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class _Query:
     answer: GenerationEvent | None = None
     closed_book: GenerationEvent | None = None
     closed_book_written: bool = False
+    metrics: dict[str, MetricResult] | None = None  # retrieval-time results, reused by the first answer
 
 
 class UsageRecorder:
@@ -77,6 +83,10 @@ class UsageRecorder:
         self._max = int(manager.config.options.get("usage.max_queries", 10_000))
         self._registry: MetricRegistry | None = None
         self._names: dict[tuple[str, bool], tuple[str, ...]] = {}
+        self._needed: dict[tuple[str, bool], frozenset[str]] = {}
+        self._pending: list[tuple[Any, str | None, list[Any]]] = []  # (store, run id, rows) this batch
+        at_batch_end = getattr(manager, "at_batch_end", None)
+        self._batched = bool(at_batch_end is not None and at_batch_end("triage.usage", self.write_pending))
 
     # ------------------------------------------------------------------ state
 
@@ -120,6 +130,20 @@ class UsageRecorder:
             self._names[(stage, gold)] = names
         return names
 
+    def _compute(self, phase: str, gold: bool) -> frozenset[str]:
+        """The symbols computed at ``phase``: those written then, and the chain links of that phase
+        (the signature reads them). At ``"generation"`` the retrieval-time ones are reused."""
+        needed = self._needed.get((phase, gold))
+        if needed is None:
+            if phase == "retrieval":
+                written = self._stage("retrieval", gold)
+                links = {s.symbol for s in self.metrics().chain if s.stage == "retrieval"}
+            else:
+                written = self._stage("generation", gold) + self._stage("closed_book", gold)
+                links = {s.symbol for s in self.metrics().chain if s.stage != "retrieval"}
+            needed = self._needed[(phase, gold)] = frozenset(written) | links
+        return needed
+
     # ------------------------------------------------------------------ hooks
 
     @hookimpl
@@ -136,8 +160,12 @@ class UsageRecorder:
             self._remember(self._queries, event.query_id, entry)
             early = self._early.pop(event.query_id, [])
             grounder = self._grounder_for()
-        metrics = usage_metrics(event, grounder=grounder, metrics=self.metrics())
-        names = self._stage("retrieval", event.gold is not None)
+        gold = event.gold is not None
+        metrics = usage_metrics(
+            event, grounder=grounder, metrics=self.metrics(), only=self._compute("retrieval", gold)
+        )
+        entry.metrics = metrics
+        names = self._stage("retrieval", gold)
         self._write(event, [metrics[n] for n in names], metrics, "retrieval")
         for generation in early:
             self.triage_generation(generation)
@@ -158,13 +186,19 @@ class UsageRecorder:
                 entry.answer = event
                 entry.closed_book_written = False
             answer, closed, retrieval = entry.answer, entry.closed_book, entry.retrieval
+            known = entry.metrics
+            if answer is not None:
+                entry.metrics = None  # used once: kept no longer than the answer (less for the GC to scan)
             grounder = self._grounder_for()
         if answer is None:
             return  # a closed-book answer alone: KNI waits for the retrieved-context answer
-        metrics = usage_metrics(
-            retrieval, answer, grounder=grounder, closed_book=closed, metrics=self.metrics()
-        )
         gold = retrieval.gold is not None
+        only = None if known is None else self._compute("generation", gold)
+        metrics = usage_metrics(
+            retrieval, answer, grounder=grounder, closed_book=closed, metrics=self.metrics(), only=only
+        )
+        if known is not None:
+            metrics = {**known, **metrics}
         if event.context == "none":
             defined = [metrics[n] for n in self._stage("closed_book", gold) if metrics[n].value is not None]
             if not entry.closed_book_written and defined:
@@ -198,7 +232,35 @@ class UsageRecorder:
         rows = [MetricRow.from_result("query", retrieval.query_id, r, **fields) for r in results]
         if chain is not None:
             rows.append(self._signature_row(retrieval, chain, phase, fields))
-        store.record_metrics(rows, run_id=getattr(self._manager, "run_id", None))
+        run_id = getattr(self._manager, "run_id", None)
+        if self._batched and self._manager.batching():
+            with self._lock:
+                self._pending.append((store, run_id, rows))
+            return
+        store.record_metrics(rows, run_id=run_id)
+
+    def write_pending(self) -> None:
+        """Write the rows buffered during a delivery batch: one ``record_metrics`` per store and run."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        groups: dict[tuple[int, str | None], list[tuple[Any, str | None, list[Any]]]] = {}
+        for entry in pending:
+            groups.setdefault((id(entry[0]), entry[1]), []).append(entry)
+        failed: Exception | None = None
+        for entries in groups.values():
+            store, run_id = entries[0][0], entries[0][1]
+            try:
+                store.record_metrics([row for _, _, rows in entries for row in rows], run_id=run_id)
+                continue
+            except Exception:  # noqa: BLE001 - retried per event below: one bad row loses one event's rows
+                log.warning("batched write of %d queries' metric rows failed; one by one", len(entries))
+            for _, _, rows in entries:
+                try:
+                    store.record_metrics(rows, run_id=run_id)
+                except Exception as exc:  # noqa: BLE001 - write the others first
+                    failed = exc
+        if failed is not None:
+            raise failed  # the manager counts it
 
     def _signature_row(
         self, retrieval: RetrievalEvent, metrics: dict[str, MetricResult], phase: str, fields: dict

@@ -18,6 +18,10 @@ Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(r
   counts it in :attr:`TriageManager.dropped`; the host never blocks. :meth:`TriageManager.flush`
   drains the queue (it also runs at interpreter exit). ``triage_gate`` and ``triage_rerank`` are
   synchronous because the host waits for their answer.
+- **One write per batch**: a default plugin that writes to the store may buffer while
+  :meth:`TriageManager.batching` and write once in its :meth:`TriageManager.at_batch_end` callback
+  (the recorder and the usage metrics do): one transaction per worker batch instead of one per event,
+  still committed before ``flush()`` returns.
 """
 
 from __future__ import annotations
@@ -193,9 +197,11 @@ class TriageManager:
                 max_weight=max_queued_weight,
                 name=f"triage-{lane}",
                 yield_to=self._host_idle,
+                on_batch_end=functools.partial(self._end_batch, lane),
             )
             for lane in LANES
         }
+        self._batch_end: list[tuple[str, Callable[[], None]]] = []  # (owner, callback), default lane
         self._callers: dict[tuple[str, str], Any] = {}  # (lane, hook) -> hook caller of that lane's plugins
         self._closed = False
         #: Deliver each queued item inside a copy of the emitting thread's ``contextvars`` (set by
@@ -203,7 +209,9 @@ class TriageManager:
         #: is run inside the copy on the emitting thread first (it must not raise).
         self.carry_context: bool | Callable[[], None] = False
 
-        budget = hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
+        budget = (
+            hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
+        )
         self.budget = SyncBudget(budget, cooldown=hook_cooldown)
         self._pm = IsolatingPluginManager(self._on_plugin_error, self.budget)
         self._pm.add_hookspecs(hookspecs)
@@ -444,7 +452,9 @@ class TriageManager:
         """Queue ``triage_generation(event)``."""
         self._emit("triage_generation", event)
 
-    def emit_feedback(self, event: FeedbackEvent, *, wait: bool = False, timeout: float | None = 30.0) -> bool:
+    def emit_feedback(
+        self, event: FeedbackEvent, *, wait: bool = False, timeout: float | None = 30.0
+    ) -> bool:
         """Queue ``triage_feedback(event)``; with ``wait``, return once the default plugins handled it.
 
         ``wait=True`` returns after the recorder committed the event to the store and the learner
@@ -484,9 +494,13 @@ class TriageManager:
         finally:
             with self._busy_lock:
                 self._busy -= 1
-                if self._busy <= 0:
+                idle = self._busy <= 0
+                if idle:
                     self._busy = 0
                     self._host_idle.set()
+            if idle:
+                for dispatch in self._lanes.values():
+                    dispatch.wake()  # a worker waiting for the host resumes now
 
     def defer(self, fn: Callable[..., object], *args: object) -> bool:
         """Run ``fn(*args)`` on the delivery worker, in order with the queued notifications.
@@ -504,6 +518,32 @@ class TriageManager:
             self._run_item(DEFAULT_LANE, (_JOB, fn, args))
             return True
         return lane.submit(self._carry((_JOB, fn, args)))
+
+    def at_batch_end(self, owner: str, fn: Callable[[], None]) -> bool:
+        """Run ``fn()`` on the default lane's worker after each batch, before it counts as delivered.
+
+        For plugins that buffer writes while :meth:`batching` (one store transaction per batch, not
+        per event): ``flush()``, ``emit_feedback(wait=True)`` and ``close()`` return after it ran. An
+        exception it raises is logged once and counted in :attr:`failures` under ``owner``.
+        :return: ``False`` for a synchronous manager, which has no batches (write at once).
+        """
+        if self.synchronous:
+            return False
+        self._batch_end.append((owner, fn))
+        return True
+
+    def batching(self) -> bool:
+        """Whether the caller runs inside a delivery batch, so :meth:`at_batch_end` callbacks run after it."""
+        return not self.synchronous and self._lanes[DEFAULT_LANE].on_worker()
+
+    def _end_batch(self, lane: str) -> None:
+        if lane != DEFAULT_LANE:
+            return
+        for owner, fn in self._batch_end:
+            try:
+                fn()
+            except Exception as exc:  # noqa: BLE001 - a plugin's buffered write never stops the worker
+                self._on_plugin_error(owner, "<batch end>", exc)
 
     def _run_item(self, lane: str, item: tuple) -> None:
         if item[0] is _IN_CONTEXT:
@@ -551,9 +591,7 @@ class TriageManager:
         key = (lane, hook_name)
         caller = self._callers.get(key)
         if caller is None:
-            others = [
-                p for n, p in self._pm.list_name_plugin() if p is not None and self._lane_of(n) != lane
-            ]
+            others = [p for n, p in self._pm.list_name_plugin() if p is not None and self._lane_of(n) != lane]
             caller = self._callers[key] = self._pm.subset_hook_caller(hook_name, remove_plugins=others)
         return caller
 
@@ -681,12 +719,18 @@ def _unknown_hooks_message(plugin: str, unknown: list[str], known: tuple[str, ..
     for hook in unknown:
         close = difflib.get_close_matches(hook, known, n=2)
         parts.append(f"{hook!r}" + (f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""))
-    return f"plugin {plugin!r} implements unknown hook(s) {', '.join(parts)}; the hooks are {', '.join(known)}"
+    return (
+        f"plugin {plugin!r} implements unknown hook(s) {', '.join(parts)}; the hooks are {', '.join(known)}"
+    )
 
 
 def _unknown_option_message(key: str, declared: Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(key, list(declared), n=3)
-    hint = f"did you mean {' or '.join(map(repr, close))}?" if close else f"known options: {', '.join(sorted(declared))}"
+    hint = (
+        f"did you mean {' or '.join(map(repr, close))}?"
+        if close
+        else f"known options: {', '.join(sorted(declared))}"
+    )
     return f"unknown option {key!r}: no plugin declares it; {hint}"
 
 

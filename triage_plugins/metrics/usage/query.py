@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -219,11 +220,33 @@ def _registry(metrics: MetricRegistry | None) -> MetricRegistry:
     return _builtin
 
 
+_last: tuple[Any, Any, QueryView] | None = None  # (retrieval, grounder, view) of the latest view
+
+
+def _view(
+    retrieval: RetrievalEvent,
+    generation: GenerationEvent | None,
+    grounder: Grounderlike | None,
+    closed_book: GenerationEvent | None,
+) -> QueryView:
+    """A view of the query, sharing the retrieval-side parts (M_q, the K_S index, connectivity) with
+    the latest view when it was over the same retrieval event and grounder: the gate, the usage
+    metrics at retrieval time and at answer time then ground and index each query once."""
+    global _last
+    view = QueryView(retrieval, generation, grounder=grounder, closed_book=closed_book)
+    last = _last
+    if last is not None and last[0] is retrieval and last[1] is grounder:
+        shared = last[2]  # parts are computed idempotently: a race recomputes, never mixes queries
+        view._q, view._sub, view._conn = shared._q, shared._sub, shared._conn
+    _last = (retrieval, grounder, view)
+    return view
+
+
 def chain_head_metrics(
     retrieval: RetrievalEvent, *, grounder: Grounderlike | None = None
 ) -> dict[str, MetricResult]:
     """The chain links computable before the reader runs (QGR, ERC, RRS), for the synchronous gate."""
-    view = QueryView(retrieval, grounder=grounder)
+    view = _view(retrieval, None, grounder, None)
     return {spec.symbol: view.compute(spec) for spec in _registry(None).chain if spec.stage == "retrieval"}
 
 
@@ -234,12 +257,17 @@ def usage_metrics(
     grounder: Grounderlike | None = None,
     closed_book: GenerationEvent | None = None,
     metrics: MetricRegistry | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, MetricResult]:
     """Every per-query usage metric of ``metrics`` (default: the built-in registry) for one query, in
     registry order, sharing one grounding and one subgraph index (:class:`QueryView`).
 
     Answer-side metrics are N/A without ``generation``, gold metrics without ``retrieval.gold``, KNI
-    without ``closed_book`` (a ``context="none"`` generation).
+    without ``closed_book`` (a ``context="none"`` generation). ``only``: compute just these symbols
+    (the others are left out of the result, not N/A).
     """
-    view = QueryView(retrieval, generation, grounder=grounder, closed_book=closed_book)
-    return {spec.symbol: view.compute(spec) for spec in _registry(metrics).per_query}
+    view = _view(retrieval, generation, grounder, closed_book)
+    specs = _registry(metrics).per_query
+    if only is not None:
+        return {spec.symbol: view.compute(spec) for spec in specs if spec.symbol in only}
+    return {spec.symbol: view.compute(spec) for spec in specs}
