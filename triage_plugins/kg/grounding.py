@@ -7,7 +7,8 @@ mentions of one entity are coalesced so each real-world entity counts once. Here
 1. **Gazetteer, longest match.** Every node id, display label and alias key is normalized with
    :func:`~triage_plugins.contract.graph_view.normalize_label` (casefold, NFKC, punctuation and underscores to
    spaces), diacritics are folded (``Franzén`` = ``Franzen``) and the :data:`STOP_WORDS` are
-   dropped, giving a key of significant tokens stored in a token trie. The text is scanned left to
+   dropped, giving a key of significant tokens (filed in a compact, hash-keyed
+   :class:`~triage_plugins.kg.gazetteer.Gazetteer` that answers trie walks). The text is scanned left to
    right; at each token the longest key wins (``Christopher Nolan`` over ``Nolan``). Stop words in
    the text are skipped while matching, so ``the killing room`` finds *The Killing Room*.
 2. **Quoted and bracketed spans** (``"Up"``, ``“…”``, ``'…'``, ``«…»``, ``[…]``) of at most 12
@@ -43,8 +44,9 @@ Decisions the paper leaves open:
   unresolved mention. Scripts written without spaces (CJK) match only as whole tokens. A label
   with no letters or digits (the film *$*) matches only as a whole quoted/bracketed span.
 
-The gazetteer is built once, in the constructor (0.6 s for MetaQA's 43k entities); reuse one
-:class:`Grounder` for every text grounded against the same graph.
+The gazetteer is built once, in the constructor, as numpy arrays (about 20 bytes per id, label or
+alias and no Python object for any; see ``benchmarks/RESULTS.md``, "10M-triple graph", for build
+times); reuse one :class:`Grounder` for every text grounded against the same graph.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,9 @@ from typing import NamedTuple
 from triage_plugins.contract.errors import EventError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.citations import strip_citations
+from triage_plugins.kg.gazetteer import KIND_SYMBOLIC, KIND_TOKENS, KIND_WEAK, Gazetteer, label_tokens
+from triage_plugins.kg.gazetteer import Entry as _Entry
+from triage_plugins.kg.gazetteer import fold as _fold
 
 __all__ = ["FUNCTION_WORDS", "STOP_WORDS", "Grounder", "Grounding", "coalesce_mentions", "mention_key"]
 
@@ -84,7 +88,6 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
 )
 
 _WEAK_WORDS = STOP_WORDS | FUNCTION_WORDS
-_END = ""  # trie key holding the entries of a complete key (never a token)
 _WORD = re.compile(r"[^\W_]+")
 # Non-ASCII text: keep combining marks inside the word they modify (NFD input).
 _WORD_UNI = re.compile(
@@ -128,15 +131,6 @@ class Grounding:
         return tuple(m for m in self.mentions if self.grounding[m] is None)
 
 
-class _Entry(NamedTuple):
-    node: str | None
-    surface: str  # the id, label or alias as written
-    full: tuple[str, ...]  # its normalized tokens, stop words included
-    has_upper: bool
-    rank: int  # 0 = explicit alias, 1 = node id or display label
-    degree: int
-
-
 class _Tokens(NamedTuple):
     norm: list[str]
     start: list[int]
@@ -147,24 +141,27 @@ class _Tokens(NamedTuple):
     zone: list[int]  # index of the quoted/bracketed span holding the token, or -1
 
 
-def _fold(token: str) -> str:
-    """Drop diacritics from a normalized token (``é`` -> ``e``); ASCII passes unchanged."""
-    if token.isascii():
-        return token
-    decomposed = unicodedata.normalize("NFKD", token)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
-
-
 def _label_tokens(text: str) -> tuple[str, ...]:
-    return tuple(_fold(t) for t in normalize_label(text).split())
+    return label_tokens(text)
 
 
 def _content(full: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(t for t in full if t not in STOP_WORDS)
+    return full if STOP_WORDS.isdisjoint(full) else tuple(t for t in full if t not in STOP_WORDS)
 
 
 def _is_weak(full: tuple[str, ...]) -> bool:
-    return all(t in _WEAK_WORDS for t in full)
+    return _WEAK_WORDS.issuperset(full)
+
+
+def _slot(full: tuple[str, ...], surface: str) -> tuple[str, tuple[str, ...]]:
+    """Where an id, label or alias is filed: a label without letters or digits under its stripped
+    surface, one made only of stop/function words under all its tokens, any other under its
+    significant tokens (the longest-match keys)."""
+    if not full:
+        return KIND_SYMBOLIC, (surface.strip(),)
+    if _is_weak(full):
+        return KIND_WEAK, full
+    return KIND_TOKENS, _content(full)
 
 
 class Grounder:
@@ -192,10 +189,6 @@ class Grounder:
         self.graph = graph
         self.matcher = matcher
         self.bracketed_only = bracketed_only
-        self._trie: dict = {}
-        self._weak: dict[tuple[str, ...], tuple[_Entry, ...]] = {}
-        self._weak_max = 0
-        self._symbolic: dict[str, tuple[_Entry, ...]] = {}
         checked = self._check_aliases(aliases)
         self.aliases: Mapping[str, str | None] = MappingProxyType(checked)
         self._build(checked)
@@ -216,66 +209,17 @@ class Grounder:
         return dict(aliases)
 
     def _build(self, aliases: dict[str, str | None]) -> None:
-        graph = self.graph
-        degrees = graph.degrees()
-        # (table, key) -> {(node, surface): entry}; table is "trie", "weak" or "symbolic".
-        tables: dict[tuple[str, tuple[str, ...] | str], dict[tuple[str | None, str], _Entry]] = {}
-        touched: set[tuple[str, tuple[str, ...] | str]] = set()
-
-        def add(surface: str, node: str | None, rank: int) -> None:
-            full = _label_tokens(surface)
-            if not full:
-                slot = ("symbolic", surface.strip())
-            elif _is_weak(full):
-                slot = ("weak", full)
-            else:
-                slot = ("trie", _content(full))
-            degree = int(degrees[graph.node_index(node)]) if node is not None else 0
-            entries = tables.setdefault(slot, {})
-            if (node, surface) not in entries or rank < entries[node, surface].rank:
-                entries[node, surface] = _Entry(
-                    node, surface, full, any(c.isupper() for c in surface), rank, degree
-                )
-                touched.add(slot)
-
-        labels = graph.labels
-        for node in graph.nodes:
-            add(node, node, 1)
-            label = labels.get(node)
-            if label is not None and label != node:
-                add(label, node, 1)
-        self._store(tables, touched)
-        # Alias targets that are not node ids are resolved through ids and labels alone.
-        touched.clear()
-        targets = {surface: self._alias_target(target) for surface, target in aliases.items()}
-        for surface, target in targets.items():
-            add(surface, target, 0)
-        self._store(tables, touched)
+        """File every node id and display label, then the aliases (their targets resolved through
+        the ids and labels alone) in a compact :class:`~triage_plugins.kg.gazetteer.Gazetteer`."""
+        self._gaz = Gazetteer(self.graph, _slot)
+        self._gaz.add_aliases([(surface, self._alias_target(target)) for surface, target in aliases.items()])
         log.debug(
-            "gazetteer: %d keys (%d weak) from %d nodes, %d aliases",
-            len(tables),
-            len(self._weak),
-            len(graph.nodes),
+            "gazetteer: %d entries (%d bytes) from %d nodes, %d aliases",
+            len(self._gaz),
+            self._gaz.nbytes(),
+            len(self.graph.nodes),
             len(aliases),
         )
-
-    def _store(self, tables: dict, slots: set) -> None:
-        """Write the entries of ``slots`` into the lookup structures, best candidate first."""
-        for slot in slots:
-            kind, key = slot
-            entries = tuple(
-                sorted(tables[slot].values(), key=lambda e: (e.rank, -e.degree, e.node or "", e.surface))
-            )
-            if kind == "symbolic":
-                self._symbolic[key] = entries
-            elif kind == "weak":
-                self._weak[key] = entries
-                self._weak_max = max(self._weak_max, len(key))
-            else:
-                node = self._trie
-                for tok in key:
-                    node = node.setdefault(tok, {})
-                node[_END] = entries
 
     def _alias_target(self, target: str | None) -> str | None:
         if target is None or self.graph.has_node(target):
@@ -292,17 +236,7 @@ class Grounder:
         """Exact normalized match of a whole surface form."""
         surface = surface.strip()
         full = _label_tokens(surface)
-        if not full:
-            entries = self._symbolic.get(surface, ())
-        elif _is_weak(full):
-            entries = self._weak.get(full, ())
-        else:
-            node = self._trie
-            for tok in _content(full):
-                node = node.get(tok)
-                if node is None:
-                    return None
-            entries = node.get(_END, ())
+        entries = self._gaz.entries(*_slot(full, surface))
         if not entries:
             return None
         return min(
@@ -399,12 +333,13 @@ class Grounder:
         norm, zone = toks.norm, toks.zone
         n = len(norm)
         best: tuple[int, int, str | None] | None = None
-        if norm[i] not in STOP_WORDS:
-            trie = self._trie.get(norm[i])
+        gaz = self._gaz
+        if norm[i] not in STOP_WORDS and gaz.has_prefix((norm[i],)):
+            key: tuple[str, ...] = (norm[i],)
             j = i
             single = True
-            while trie is not None:
-                entries = trie.get(_END)
+            while True:
+                entries = gaz.entries(KIND_TOKENS, key)
                 if entries and cased and single and toks.lower[i]:
                     entries = tuple(e for e in entries if not e.has_upper)
                 if entries:
@@ -414,10 +349,12 @@ class Grounder:
                     j += 1
                 if j >= n or zone[j] >= 0:
                     break
-                trie = trie.get(norm[j])
+                key = (*key, norm[j])
+                if not gaz.has_prefix(key):
+                    break
                 single = False
-        if self._weak_max and toks.cap[i]:
-            for length in range(min(self._weak_max, n - i), 0, -1):
+        if gaz.weak_max and toks.cap[i]:
+            for length in range(min(gaz.weak_max, n - i), 0, -1):
                 last = i + length - 1
                 if best is not None and last <= best[1]:
                     break
@@ -427,7 +364,7 @@ class Grounder:
                     zone[k] >= 0 or not (toks.cap[k] or norm[k] in STOP_WORDS) for k in range(i, last + 1)
                 ):
                     continue
-                entries = self._weak.get(tuple(norm[i : last + 1]))
+                entries = gaz.entries(KIND_WEAK, tuple(norm[i : last + 1]))
                 if entries:
                     best = self._pick(text, toks, entries, i, last)
                     break
@@ -588,7 +525,7 @@ _SHARED_SIZE = 4
 def shared_grounder(graph: GraphView, aliases: Mapping[str, str | None] | None = None) -> Grounder:
     """A :class:`Grounder` for ``graph`` shared by every caller (the default plugins, pipelines).
 
-    Building the gazetteer costs ~0.6 s on a 128k-triple graph; plugins that each need one for the
+    Building the gazetteer is a pass over every node id and label; plugins that each need one for the
     same graph event get the same read-only instance. The last few graphs are kept.
     """
     key = (id(graph), tuple(sorted((aliases or {}).items())))

@@ -9,9 +9,13 @@ networkx: degrees come from the CSR ``indptr``, SRR pairs are generated per bloc
 
 from __future__ import annotations
 
+import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +28,7 @@ from triage_plugins.metrics.result import MetricResult, na, ok
 
 __all__ = [
     "METRICS",
+    "FLOAT32_COSINE_ERROR",
     "SIMILARITY_TOLERANCE",
     "completeness",
     "correctness",
@@ -34,12 +39,24 @@ __all__ = [
     "validation_metrics",
 ]
 
-_PAIR_BUDGET = 1 << 25  # vector entries gathered at once when comparing pairs (256 MB at float64)
+_PAIR_BUDGET = 1 << 25  # vector entries gathered at once when comparing pairs (128 MB at float32)
 _LC_PAIR_BUDGET = 1 << 20  # (entity, type) pairs compared at once by the disjointness check
 _MAX_PREDICATE_MATRIX = 5000  # above this many distinct predicates, skip predicate sub-blocking
-_FLOAT32_ABOVE = 1 << 26  # label-vector entries (512 MB at float64) beyond which float32 is used
-SIMILARITY_TOLERANCE = 1e-9  # a cosine this close below δ counts as δ (rounding must not decide a tie)
-_normalize_all = normalize_label.__wrapped__  # passes over every label of a graph skip the memo (no churn)
+_EMBED_BATCH = 1 << 14  # labels embedded per embedder call (bounds the embedder's own temporaries)
+_VECTOR_BUDGET = 1 << 31  # bytes of float32 node vectors SRR holds at once (2M labels at d = 256)
+_INT64_KEYS = 2**63  # COR/CMP pack (s, p, o) codes into one int64 while labels² × predicates stays below
+SIMILARITY_TOLERANCE = 1e-6  # a cosine this close below δ counts as δ (rounding must not decide a tie)
+FLOAT32_COSINE_ERROR = 2.4e-7  # |cosine of the float32 node vectors − float64 cosine| is at most this
+_unmemoized = normalize_label.__wrapped__
+_PUNCT = re.compile(r"[\W_]+", re.UNICODE)  # normalize_label's
+
+
+def _normalize_all(text: str) -> str:
+    """:func:`normalize_label` for passes over every label of a graph: skips the memo (no churn)
+    and, for ASCII text (which NFKC leaves as is and casefolds as ``lower``), the NFKC pass."""
+    if text.isascii():
+        return " ".join(_PUNCT.sub(" ", text.lower()).split())
+    return _unmemoized(text)
 
 
 def _factorize(items: Iterable[str]) -> tuple[np.ndarray, list[str]]:
@@ -48,6 +65,57 @@ def _factorize(items: Iterable[str]) -> tuple[np.ndarray, list[str]]:
     index = {x: i for i, x in enumerate(dict.fromkeys(values))}
     codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
     return codes, list(index)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values: ``np.unique`` by sorting (numpy 2.4's hashing ``np.unique`` takes
+    seconds on a million structured int64 keys; a sort takes a tenth of a second)."""
+    out = np.sort(values)
+    return out[np.r_[True, out[1:] != out[:-1]]] if out.size else out
+
+
+_MEMO: OrderedDict[tuple[int, str], tuple[GraphView, Any]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 12  # (graph, what) pairs kept: the arrays of the last graph and its reference
+
+
+def _per_graph(graph: GraphView, what: str, compute: Callable[[GraphView], Any]) -> Any:
+    """``compute(graph)``, remembered for the last few graphs: the metrics of one graph share its
+    predicate codes and normalized labels instead of each walking every triple again."""
+    key = (id(graph), what)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None and hit[0] is graph:
+            _MEMO.move_to_end(key)
+            return hit[1]
+    value = compute(graph)
+    with _MEMO_LOCK:
+        _MEMO[key] = (graph, value)
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return value
+
+
+def _predicates(graph: GraphView) -> tuple[np.ndarray, list[str]]:
+    """Predicate code of every triple and the distinct predicates (first-seen order)."""
+    return _per_graph(
+        graph, "predicates", lambda g: _factorize(list(map(attrgetter("predicate"), g.triples)))
+    )
+
+
+def _node_keys(graph: GraphView) -> tuple[np.ndarray, list[str]]:
+    """Code of every node's normalized display label and the distinct normalized labels."""
+    return _per_graph(graph, "node_keys", lambda g: _factorize(list(map(_normalize_all, _node_labels(g)))))
+
+
+def _node_labels(graph: GraphView) -> list[str]:
+    """The display label of every node, in node order."""
+
+    def compute(g: GraphView) -> list[str]:
+        labels = g.labels
+        return [labels.get(x, x) for x in g.nodes] if labels else list(g.nodes)
+
+    return _per_graph(graph, "node_labels", compute)
 
 
 # --------------------------------------------------------------------------- LC (eq. 19)
@@ -63,6 +131,18 @@ def _type_codes(
     st = np.fromiter(map(index.__getitem__, subject_types), dtype=np.int64, count=len(subject_types))
     ot = np.fromiter(map(index.__getitem__, object_types), dtype=np.int64, count=len(object_types))
     return st, ot, distinct
+
+
+def _graph_types(graph: GraphView) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """:func:`_type_codes` of a graph's subject and object types (LC and OC share them)."""
+
+    def compute(g: GraphView) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        triples = g.triples
+        return _type_codes(
+            list(map(attrgetter("subject_type"), triples)), list(map(attrgetter("object_type"), triples))
+        )
+
+    return _per_graph(graph, "types", compute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +161,13 @@ class _Assertions:
 
     @classmethod
     def of(cls, graph: GraphView) -> _Assertions:
-        triples = graph.triples
-        st, ot, types = _type_codes(
-            list(map(attrgetter("subject_type"), triples)), list(map(attrgetter("object_type"), triples))
-        )
+        st, ot, types = _graph_types(graph)
         s_idx, o_idx = np.flatnonzero(st >= 0), np.flatnonzero(ot >= 0)
         node = np.concatenate([graph.subject_index[s_idx], graph.object_index[o_idx]])
         width = max(1, len(types))
-        keys, pair = np.unique(node * width + np.concatenate([st[s_idx], ot[o_idx]]), return_inverse=True)
-        return cls(types, keys // width, keys % width, pair.ravel(), np.concatenate([s_idx, o_idx]))
+        bound = (len(graph.nodes) + 1) * width
+        keys, pair = _unique_inverse(node * width + np.concatenate([st[s_idx], ot[o_idx]]), bound)
+        return cls(types, keys // width, keys % width, pair, np.concatenate([s_idx, o_idx]))
 
     def triples_asserting(self, flagged: np.ndarray, m: int) -> np.ndarray:
         """Per triple (of ``m``): whether it asserts one of the ``flagged`` (entity, type) pairs."""
@@ -106,7 +184,7 @@ def _disjointness(a: _Assertions, ontology: Ontology, m: int) -> np.ndarray:
     # Every pair of distinct types of one entity: a.node is sorted, so a block is a run of it.
     partners = np.searchsorted(a.node, a.node, side="right") - np.arange(len(a.node)) - 1
     for first, second in _pair_chunks(partners, _LC_PAIR_BUDGET):
-        codes, inverse = np.unique(a.type[first] * width + a.type[second], return_inverse=True)
+        codes, inverse = _unique_inverse(a.type[first] * width + a.type[second], width * width)
         for code in codes.tolist():
             if code not in verdict:
                 verdict[code] = ontology.are_disjoint(a.types[code // width], a.types[code % width])
@@ -159,7 +237,7 @@ def _cardinality(graph: GraphView, specs: list[PredicateSpec | None], p_code: np
     if not idx.size:
         return bad
     group = _combine(graph.subject_index[idx], p_code[idx])  # (subject, predicate)
-    _, first = np.unique(_combine(group, graph.object_index[idx]), return_index=True)
+    first = _representative(_combine(group, graph.object_index[idx]))  # one triple per (s, p, o)
     objects = np.bincount(group[first], minlength=int(group.max()) + 1)  # distinct objects per group
     bad[idx[objects[group] > limit[idx]]] = True
     return bad
@@ -187,7 +265,7 @@ def logical_consistency(graph: GraphView, ontology: Ontology | None) -> MetricRe
     m = len(graph)
     if not m:
         return na("LC", "the graph has no triples", n=0)
-    p_code, p_names = _factorize(list(map(attrgetter("predicate"), graph.triples)))
+    p_code, p_names = _predicates(graph)
     specs = [ontology.predicates.get(name) for name in p_names]
     asserted = _Assertions.of(graph)
     disjoint = _disjointness(asserted, ontology, m) if ontology.disjoint else np.zeros(m, dtype=bool)
@@ -233,8 +311,8 @@ def ontology_coverage(
         predicates &= wanted
     if not classes and not predicates:
         return na("OC", "the relevant ontology subset is empty", n=0)
-    used_predicates = {t.predicate for t in graph.triples}
-    types = {x for t in graph.triples for x in (t.subject_type, t.object_type) if x}
+    used_predicates = set(_predicates(graph)[1])
+    types = _graph_types(graph)[2]
     used_classes = {c for x in types for c in ontology.ancestors(x)}
     hit_c = len(classes & used_classes)
     hit_p = len(predicates & used_predicates)
@@ -255,10 +333,15 @@ def _distinct_degrees(graph: GraphView) -> np.ndarray:
     n = len(graph.nodes)
     if not len(graph):
         return np.zeros(n, dtype=np.int64)
-    p_code, _ = _factorize(list(map(attrgetter("predicate"), graph.triples)))
+    p_code, p_names = _predicates(graph)
     subj, obj = graph.subject_index, graph.object_index
-    _, first = np.unique(_combine(_combine(subj, p_code), obj), return_index=True)
-    s, o = subj[first], obj[first]
+    width = len(p_names) * n
+    if n * width < _INT64_KEYS:  # one int64 per (s, p, o): a sort finds the distinct ones
+        facts = _distinct((subj * len(p_names) + p_code) * n + obj)
+        s, o = facts // width, facts % n
+    else:
+        first = _representative(_combine(_combine(subj, p_code), obj))  # one triple per (s, p, o)
+        s, o = subj[first], obj[first]
     loop = s == o
     return np.bincount(s, minlength=n) + np.bincount(o[~loop], minlength=n)
 
@@ -284,11 +367,31 @@ def dead_node_ratio(graph: GraphView) -> MetricResult:
 # --------------------------------------------------------------------------- SRR (eq. 22)
 
 
+def _unique_inverse(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, rank of each key among them) for keys in ``[0, bound)``: through a
+    bitmap of the range when it is at most a few times the number of keys, else by sorting."""
+    if bound <= 8 * len(keys) + 1024:
+        present = np.zeros(bound, dtype=bool)
+        present[keys] = True
+        rank = np.cumsum(present, dtype=np.int32 if bound < 2**31 else np.int64)
+        return np.flatnonzero(present), rank[keys].astype(np.int64) - 1
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    return distinct, inverse.ravel()
+
+
 def _combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Dense code of each pair (a[i], b[i]) (both non-negative integer arrays)."""
+    """Dense code of each pair (a[i], b[i]) (both non-negative integer arrays), in pair order."""
     if a.size == 0:
         return a.copy()
-    return np.unique(a * (int(b.max()) + 1) + b, return_inverse=True)[1].ravel()
+    width = int(b.max()) + 1
+    return _unique_inverse(a * width + b, (int(a.max()) + 1) * width)[1]
+
+
+def _representative(codes: np.ndarray) -> np.ndarray:
+    """One position holding each dense code ``0 .. codes.max()``."""
+    out = np.empty(int(codes.max()) + 1 if codes.size else 0, dtype=np.int64)
+    out[codes] = np.arange(len(codes), dtype=np.int64)
+    return out
 
 
 def _block_pairs(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -344,23 +447,30 @@ class _SrrInput:
 
     @classmethod
     def of(cls, graph: GraphView) -> _SrrInput:
-        node_labels = [graph.label(x) for x in graph.nodes]
-        node_key, _ = _factorize(map(_normalize_all, node_labels))
+        node_labels = _node_labels(graph)
+        node_key, _ = _node_keys(graph)
         subj, obj = graph.subject_index, graph.object_index
         s_key = node_key[subj]
-        p_code, p_names = _factorize(t.predicate for t in graph.triples)
+        p_code, p_names = _predicates(graph)
         p_norm, _ = _factorize(normalize_label(p) for p in p_names)
-        _, s_sizes = np.unique(s_key, return_counts=True)
+        s_sizes = np.bincount(s_key)
         pairs = int((s_sizes * (s_sizes - 1) // 2).sum())
         return cls(len(graph), node_labels, node_key, subj, obj, s_key, p_code, p_names, p_norm, pairs)
 
 
 def _srr_exact(g: _SrrInput, delta: float) -> MetricResult:
     """Exact similarity: redundant iff normalized (s, p, o) coincide, so group instead of pairing."""
-    blocks = _combine(g.s_key, g.p_norm[g.p_code])
-    b_sizes = np.bincount(blocks)
+    pn = g.p_norm[g.p_code]
+    n_p, n_k = int(pn.max()) + 1, int(g.node_key.max()) + 1
+    if n_k * n_p * n_k < _INT64_KEYS:  # one int64 per normalized (s, p, o): sorts, no inverse
+        block = np.sort(g.s_key * n_p + pn)
+        b_sizes = np.diff(np.flatnonzero(np.r_[True, block[1:] != block[:-1], True]))
+        redundant = g.m - len(_distinct((g.s_key * n_p + pn) * n_k + g.node_key[g.obj]))
+    else:
+        blocks = _combine(g.s_key, pn)
+        b_sizes = np.bincount(blocks)
+        redundant = g.m - len(_distinct(_combine(blocks, g.node_key[g.obj])))
     candidate_pairs = int((b_sizes * (b_sizes - 1) // 2).sum())
-    redundant = g.m - len(np.unique(_combine(blocks, g.node_key[g.obj])))
     return ok(
         "SRR",
         redundant / g.m,
@@ -388,17 +498,49 @@ def _predicate_groups(p_vecs: np.ndarray, cut: float) -> tuple[np.ndarray | None
     return p_sim, p_group_of
 
 
-def _node_vectors(g: _SrrInput, embedder: Embedder, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """(row of each node in the vectors, unit vectors of the nodes in a block of ≥ 2, pairs per chunk)."""
-    paired = np.bincount(blocks)[blocks] >= 2
-    needed = np.unique(np.concatenate([g.subj[paired], g.obj[paired]]))
-    row = np.full(len(g.node_labels), -1, dtype=np.int64)
-    row[needed] = np.arange(len(needed))
-    n_vecs = unit_embeddings(embedder, [g.node_labels[i] for i in needed])
-    width = n_vecs.shape[1] if n_vecs.ndim == 2 and n_vecs.shape[1] else 1
-    if n_vecs.size > _FLOAT32_ABOVE:
-        n_vecs = n_vecs.astype(np.float32)  # huge graphs: halve the memory (may flip pairs at exactly δ)
-    return row, n_vecs, max(1, _PAIR_BUDGET // width)
+def _unit_vectors32(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` as one float32 array, the only full copy: the embedder is called
+    :data:`_EMBED_BATCH` texts at a time and each batch is normalized in float64, then rounded once."""
+    out: np.ndarray | None = None
+    for start in range(0, len(texts), _EMBED_BATCH):
+        batch = unit_embeddings(embedder, texts[start : start + _EMBED_BATCH])
+        if out is None:
+            out = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
+        elif batch.shape[1] != out.shape[1]:
+            raise ConfigError(
+                f"the embedder returned {batch.shape[1]}-dimensional vectors after {out.shape[1]}-dimensional ones"
+            )
+        out[start : start + len(batch)] = batch
+    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def _node_similarity(
+    vecs: np.ndarray, row: np.ndarray, a_nodes: np.ndarray, b_nodes: np.ndarray, same: np.ndarray, cut: float
+) -> np.ndarray:
+    """Cosines of float32 unit vectors, summed in float64 wherever the float32 sum could fall on
+    the other side of ``cut``: each is within :data:`FLOAT32_COSINE_ERROR` of the float64 cosine."""
+    a, b = vecs[row[a_nodes]], vecs[row[b_nodes]]
+    sims = np.einsum("ij,ij->i", a, b).astype(np.float64)
+    slack = max(1, vecs.shape[1]) * 2.0**-23  # float32 summation error bound for unit vectors (×2)
+    near = np.flatnonzero(np.abs(sims - cut) <= slack)
+    if near.size:
+        sims[near] = np.einsum("ij,ij->i", a[near], b[near], dtype=np.float64)
+    sims[same] = 1.0  # sim(x, x) = 1 even for an encoder that maps x to the zero vector
+    return sims
+
+
+def _windows(sorted_blocks: np.ndarray, partners: np.ndarray, window: int) -> Iterable[tuple[int, int]]:
+    """Ranges ``[p0, p1)`` of the block-sorted positions made of whole blocks, about ``window``
+    positions each (a larger block is a window of its own), skipping ranges without a pair."""
+    bounds = np.flatnonzero(np.r_[True, sorted_blocks[1:] != sorted_blocks[:-1], True])
+    pairs_before = np.r_[0, np.cumsum(partners)]
+    p0, m = 0, len(sorted_blocks)
+    while p0 < m:
+        k = int(np.searchsorted(bounds, p0 + window, side="right")) - 1
+        p1 = int(bounds[k]) if bounds[k] > p0 else int(bounds[np.searchsorted(bounds, p0, side="right")])
+        if pairs_before[p1] > pairs_before[p0]:
+            yield p0, p1
+        p0 = p1
 
 
 def _redundant(
@@ -412,29 +554,47 @@ def _redundant(
     partners: np.ndarray,
 ) -> np.ndarray:
     """Per triple, whether it is redundant with an earlier triple of its block (predicate, object,
-    then subject similarity ≥ δ, compared chunk by chunk)."""
-    row, n_vecs, budget = _node_vectors(g, embedder, blocks)
+    then subject similarity ≥ δ). The float32 unit vectors of the nodes to compare are their only
+    copy; when they would exceed :data:`_VECTOR_BUDGET`, blocks are taken a window at a time (a
+    node is then embedded once per window it appears in; memory is bounded by the window, or by one
+    hub's block). Pairs are compared chunk by chunk."""
     label_code, _ = _factorize(g.node_labels)
     p_code, subj, obj = g.p_code, g.subj, g.obj
     red = np.zeros(g.m, dtype=bool)
-    for left, right in _pair_chunks(partners, budget):
-        a, b = order[left], order[right]
-        if p_sim is not None:
-            keep = p_sim[p_code[a], p_code[b]] >= cut
-        else:
-            same = p_code[a] == p_code[b]
-            keep = _pair_similarity(p_vecs, np.arange(len(g.p_names)), p_code[a], p_code[b], same) >= cut
-        a, b = a[keep], b[keep]
-        if not a.size:
-            continue
-        oa, ob = obj[a], obj[b]
-        keep = _pair_similarity(n_vecs, row, oa, ob, label_code[oa] == label_code[ob]) >= cut
-        a, b = a[keep], b[keep]
-        if not a.size:
-            continue
-        sa, sb = subj[a], subj[b]
-        keep = _pair_similarity(n_vecs, row, sa, sb, label_code[sa] == label_code[sb]) >= cut
-        red[np.maximum(a[keep], b[keep])] = True
+    row = np.full(len(g.node_labels), -1, dtype=np.int64)
+    sorted_blocks = blocks[order]
+    paired = np.bincount(sorted_blocks)[sorted_blocks] >= 2  # per sorted position: in a block of ≥ 2
+    needed = _distinct(np.concatenate([subj[order[paired]], obj[order[paired]]]))
+    if not needed.size:
+        return red
+    width = max(1, _unit_vectors32(embedder, [g.node_labels[needed[0]]]).shape[1])
+    fits = len(needed) * width * 4 <= _VECTOR_BUDGET
+    window = g.m if fits else max(2, _VECTOR_BUDGET // (2 * width * 4))  # ≤ 2 nodes per position
+    for p0, p1 in _windows(sorted_blocks, partners, window):
+        pos = order[p0:p1][paired[p0:p1]]
+        nodes = _distinct(np.concatenate([subj[pos], obj[pos]]))
+        row[nodes] = np.arange(len(nodes))
+        vecs = _unit_vectors32(embedder, [g.node_labels[k] for k in nodes])
+        budget = max(1, _PAIR_BUDGET // (vecs.shape[1] or 1))
+        for left, right in _pair_chunks(partners[p0:p1], budget):
+            a, b = order[p0 + left], order[p0 + right]
+            if p_sim is not None:
+                keep = p_sim[p_code[a], p_code[b]] >= cut
+            else:
+                same = p_code[a] == p_code[b]
+                keep = _pair_similarity(p_vecs, np.arange(len(g.p_names)), p_code[a], p_code[b], same) >= cut
+            a, b = a[keep], b[keep]
+            if not a.size:
+                continue
+            oa, ob = obj[a], obj[b]
+            keep = _node_similarity(vecs, row, oa, ob, label_code[oa] == label_code[ob], cut) >= cut
+            a, b = a[keep], b[keep]
+            if not a.size:
+                continue
+            sa, sb = subj[a], subj[b]
+            keep = _node_similarity(vecs, row, sa, sb, label_code[sa] == label_code[sb], cut) >= cut
+            red[np.maximum(a[keep], b[keep])] = True
+        row[nodes] = -1
     return red
 
 
@@ -451,8 +611,10 @@ def semantic_redundancy_rate(
     (node display labels; predicate names) are all ≥ ``delta`` (DESIGN §4: δ = 0.9). sim is the
     cosine of ``embedder`` vectors (sim(x, x) = 1 for identical strings), or, without an embedder,
     1 when the labels are equal after :func:`normalize_label` and 0 otherwise (SRR then counts
-    normalized duplicates). A cosine within 1e-9 below δ counts as δ, so floating-point rounding
-    does not decide a pair sitting exactly at the threshold.
+    normalized duplicates). Node vectors are held once, in float32 (embedded in batches), so each
+    node cosine is within :data:`FLOAT32_COSINE_ERROR` (2.4e-7) of its float64 value; a cosine within
+    :data:`SIMILARITY_TOLERANCE` (1e-6) below δ counts as δ, so rounding does not decide a pair
+    sitting exactly at the threshold.
     Red(K) holds each triple redundant with an *earlier* triple (graph order), so a pair of
     duplicates counts once: SRR is the fraction of triples that could be dropped.
 
@@ -507,15 +669,33 @@ def semantic_redundancy_rate(
 # --------------------------------------------------------------------------- COR, CMP (eq. 23–24)
 
 
-def _keys(graph: GraphView) -> list[tuple[str, str, str]]:
-    """Normalized (s, p, o) label triple of every triple of ``graph``."""
-    node_norm = [_normalize_all(graph.label(x)) for x in graph.nodes]
-    pred_norm: dict[str, str] = {}
-    subj, obj = graph.subject_index, graph.object_index
-    return [
-        (node_norm[s], pred_norm.setdefault(t.predicate, normalize_label(t.predicate)), node_norm[o])
-        for t, s, o in zip(graph.triples, subj.tolist(), obj.tolist(), strict=True)
-    ]
+def _fact_codes(graph: GraphView, reference: GraphView) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct normalized (subject label, predicate, object label) facts of ``graph`` and of
+    ``reference``, as sorted integers of one code space (K and K* as sets, DESIGN §4); COR and CMP
+    of one pair of graphs share them."""
+    kept = _per_graph(graph, f"facts {id(reference)}", lambda g: (reference, _fact_codes_of(g, reference)))
+    if kept[0] is not reference:  # another reference reusing a dropped one's id
+        kept = (reference, _fact_codes_of(graph, reference))
+    return kept[1]
+
+
+def _fact_codes_of(graph: GraphView, reference: GraphView) -> tuple[np.ndarray, np.ndarray]:
+    labels: dict[str, int] = {}
+    preds: dict[str, int] = {}
+    ends = []
+    for g in (graph, reference):
+        node_key, names = _node_keys(g)
+        p_code, p_names = _predicates(g)
+        to_label = np.fromiter((labels.setdefault(x, len(labels)) for x in names), np.int64, len(names))
+        to_pred = np.fromiter((preds.setdefault(normalize_label(x), len(preds)) for x in p_names), np.int64)
+        node = to_label[node_key]
+        ends.append((node[g.subject_index], to_pred[p_code], node[g.object_index]))
+    n, p = max(1, len(labels)), max(1, len(preds))
+    if n * n * p < _INT64_KEYS:
+        return tuple(_distinct((s * p + q) * n + o) for s, q, o in ends)  # type: ignore[return-value]
+    rows = np.concatenate([np.stack(e, axis=1) for e in ends])  # too many labels for one int64
+    code = np.unique(rows, axis=0, return_inverse=True)[1].ravel()
+    return _distinct(code[: len(ends[0][0])]), _distinct(code[len(ends[0][0]) :])
 
 
 def correctness(graph: GraphView, reference: GraphView | None) -> MetricResult:
@@ -529,9 +709,8 @@ def correctness(graph: GraphView, reference: GraphView | None) -> MetricResult:
         return na("COR", "needs a reference KG K* (gold, benchmark setting)", n=0)
     if not len(graph):
         return na("COR", "the graph has no triples", n=0)
-    gold = set(_keys(reference))
-    facts = set(_keys(graph))
-    correct = len(facts & gold)
+    facts, gold = _fact_codes(graph, reference)
+    correct = len(np.intersect1d(facts, gold, assume_unique=True))
     return ok(
         "COR", 1.0 - (len(facts) - correct) / len(facts), n=len(facts), correct=correct, records=len(graph)
     )
@@ -547,9 +726,8 @@ def completeness(graph: GraphView, reference: GraphView | None) -> MetricResult:
         return na("CMP", "needs a reference KG K* (gold, benchmark setting)", n=0)
     if not len(reference):
         return na("CMP", "the reference KG has no triples", n=0)
-    found = set(_keys(graph))
-    gold = set(_keys(reference))
-    covered = len(gold & found)
+    found, gold = _fact_codes(graph, reference)
+    covered = len(np.intersect1d(gold, found, assume_unique=True))
     return ok(
         "CMP", 1.0 - (len(gold) - covered) / len(gold), n=len(gold), covered=covered, records=len(reference)
     )

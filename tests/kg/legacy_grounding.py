@@ -1,0 +1,562 @@
+"""The grounder as it was before the compact gazetteer (dict-of-dicts token trie, one ``_Entry`` per
+alias): kept only as the reference the randomized equality test compares against (issue 20).
+"""
+
+# ruff: noqa
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
+
+from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.graph_view import GraphView, normalize_label
+from triage_plugins.kg.citations import strip_citations
+
+__all__ = ["FUNCTION_WORDS", "STOP_WORDS", "Grounder", "Grounding", "coalesce_mentions", "mention_key"]
+
+log = logging.getLogger("triage.grounding")
+
+#: Dropped from gazetteer keys and skipped in the text while matching.
+STOP_WORDS: frozenset[str] = frozenset(
+    """a an the of and or in on at to for from by with as into onto upon s""".split()  # noqa: SIM905
+)
+
+#: Question, auxiliary and pronoun words: never a mention on their own; a label made only of these
+#: and stop words matches only when capitalized or quoted.
+FUNCTION_WORDS: frozenset[str] = frozenset(
+    """what which who whom whose when where why how whether did do does done doing is are was were be
+    been being am has have had having can could will would should shall may might must i me my mine
+    you your yours he him his she her hers it its we us our ours they them their theirs this that
+    these those there here not no yes also please name list give tell show find if but so than then
+    about after before between during over under up down out off both all any each some many much
+    more most other such only own same very just t d ll m re ve don""".split()  # noqa: SIM905
+)
+
+_WEAK_WORDS = STOP_WORDS | FUNCTION_WORDS
+_END = ""  # trie key holding the entries of a complete key (never a token)
+_WORD = re.compile(r"[^\W_]+")
+# Non-ASCII text: keep combining marks inside the word they modify (NFD input).
+_WORD_UNI = re.compile(
+    r"[^\W_](?:[^\W_]|[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f])*"
+)
+_QUOTED = re.compile(
+    r'\[([^\[\]\n]+)\]|"([^"\n]+)"|“([^”\n]+)”|«([^»\n]+)»'
+    r"|(?:^|(?<=[\s(\[{]))['‘]([^'’\s](?:[^'’\n]*[^'’\s])?)['’](?=$|[\s.,;:!?)\]}\"])"
+)
+_SENTENCE_END = re.compile(r"[.!?\n]")
+_JOINERS = frozenset({"", "-", ".", "&"})
+# Lower-case words that may sit inside a capitalized name; "and"/"or" end it ("Nolan or Jaws").
+_PARTICLES = frozenset({"of", "the", "de", "la", "du", "del", "da", "van", "von", "der"})
+_MAX_QUOTED_WORDS = 12
+_ABBREV_MAX = 3  # a full stop after a capitalized token this short ("Mr.", "J.") ends no sentence
+
+_Found = tuple[int, int, "str | None", bool]  # (start, end, node, resolved)
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    """M_q and γ_q of TRIAGE §4.3.1 for one text.
+
+    :param mentions: coalesced surface mentions, in text order (M_q).
+    :param grounding: mention -> node id, or ``None`` for an unresolved mention (γ_q).
+    :param spans: ``(start, end)`` character offsets of each mention in the text (end exclusive).
+    """
+
+    mentions: tuple[str, ...] = ()
+    grounding: dict[str, str | None] = field(default_factory=dict)
+    spans: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """V_q^g: the distinct grounded node ids, in mention order."""
+        return tuple(dict.fromkeys(n for m in self.mentions if (n := self.grounding[m]) is not None))
+
+    @property
+    def unresolved(self) -> tuple[str, ...]:
+        """The mentions grounded to ⊥."""
+        return tuple(m for m in self.mentions if self.grounding[m] is None)
+
+
+class _Entry(NamedTuple):
+    node: str | None
+    surface: str  # the id, label or alias as written
+    full: tuple[str, ...]  # its normalized tokens, stop words included
+    has_upper: bool
+    rank: int  # 0 = explicit alias, 1 = node id or display label
+    degree: int
+
+
+class _Tokens(NamedTuple):
+    norm: list[str]
+    start: list[int]
+    end: list[int]
+    cap: list[bool]  # first character upper-case
+    lower: list[bool]  # no upper-case character at all
+    initial: list[bool]  # first token of a sentence
+    zone: list[int]  # index of the quoted/bracketed span holding the token, or -1
+
+
+def _fold(token: str) -> str:
+    """Drop diacritics from a normalized token (``é`` -> ``e``); ASCII passes unchanged."""
+    if token.isascii():
+        return token
+    decomposed = unicodedata.normalize("NFKD", token)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+def _label_tokens(text: str) -> tuple[str, ...]:
+    return tuple(_fold(t) for t in normalize_label(text).split())
+
+
+def _content(full: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(t for t in full if t not in STOP_WORDS)
+
+
+def _is_weak(full: tuple[str, ...]) -> bool:
+    return all(t in _WEAK_WORDS for t in full)
+
+
+class Grounder:
+    """Ground entity mentions in text to nodes of one graph (TRIAGE §4.3.1; see the module notes).
+
+    :param graph: the graph whose node ids and display labels form the gazetteer.
+    :param aliases: surface form -> node id, or ``None`` for a form known to be unlinked.
+    :param matcher: fallback for spans without an exact match (e.g. embedding similarity); returns
+        a node id of ``graph`` or ``None``.
+    :param bracketed_only: when a text has ``[bracketed]`` spans, they alone are its mentions.
+    """
+
+    def __init__(
+        self,
+        graph: GraphView,
+        aliases: Mapping[str, str | None] | None = None,
+        *,
+        matcher: Callable[[str], str | None] | None = None,
+        bracketed_only: bool = True,
+    ) -> None:
+        if not isinstance(graph, GraphView):
+            raise EventError("Grounder", "graph", f"must be a GraphView, got {type(graph).__name__}")
+        if matcher is not None and not callable(matcher):
+            raise EventError("Grounder", "matcher", f"must be callable or None, got {type(matcher).__name__}")
+        self.graph = graph
+        self.matcher = matcher
+        self.bracketed_only = bracketed_only
+        self._trie: dict = {}
+        self._weak: dict[tuple[str, ...], tuple[_Entry, ...]] = {}
+        self._weak_max = 0
+        self._symbolic: dict[str, tuple[_Entry, ...]] = {}
+        checked = self._check_aliases(aliases)
+        self.aliases: Mapping[str, str | None] = MappingProxyType(checked)
+        self._build(checked)
+
+    # ------------------------------------------------------------------ gazetteer
+
+    @staticmethod
+    def _check_aliases(aliases: Mapping[str, str | None] | None) -> dict[str, str | None]:
+        if aliases is None:
+            return {}
+        if not isinstance(aliases, Mapping):
+            raise EventError("Grounder", "aliases", f"must be a mapping, got {type(aliases).__name__}")
+        for key, value in aliases.items():
+            if not isinstance(key, str) or not key.strip():
+                raise EventError("Grounder", "aliases", f"alias keys must be non-blank strings, got {key!r}")
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise EventError("Grounder", "aliases", f"alias {key!r} must map to a node id or None")
+        return dict(aliases)
+
+    def _build(self, aliases: dict[str, str | None]) -> None:
+        graph = self.graph
+        degrees = graph.degrees()
+        # (table, key) -> {(node, surface): entry}; table is "trie", "weak" or "symbolic".
+        tables: dict[tuple[str, tuple[str, ...] | str], dict[tuple[str | None, str], _Entry]] = {}
+        touched: set[tuple[str, tuple[str, ...] | str]] = set()
+
+        def add(surface: str, node: str | None, rank: int) -> None:
+            full = _label_tokens(surface)
+            if not full:
+                slot = ("symbolic", surface.strip())
+            elif _is_weak(full):
+                slot = ("weak", full)
+            else:
+                slot = ("trie", _content(full))
+            degree = int(degrees[graph.node_index(node)]) if node is not None else 0
+            entries = tables.setdefault(slot, {})
+            if (node, surface) not in entries or rank < entries[node, surface].rank:
+                entries[node, surface] = _Entry(
+                    node, surface, full, any(c.isupper() for c in surface), rank, degree
+                )
+                touched.add(slot)
+
+        labels = graph.labels
+        for node in graph.nodes:
+            add(node, node, 1)
+            label = labels.get(node)
+            if label is not None and label != node:
+                add(label, node, 1)
+        self._store(tables, touched)
+        # Alias targets that are not node ids are resolved through ids and labels alone.
+        touched.clear()
+        targets = {surface: self._alias_target(target) for surface, target in aliases.items()}
+        for surface, target in targets.items():
+            add(surface, target, 0)
+        self._store(tables, touched)
+        log.debug(
+            "gazetteer: %d keys (%d weak) from %d nodes, %d aliases",
+            len(tables),
+            len(self._weak),
+            len(graph.nodes),
+            len(aliases),
+        )
+
+    def _store(self, tables: dict, slots: set) -> None:
+        """Write the entries of ``slots`` into the lookup structures, best candidate first."""
+        for slot in slots:
+            kind, key = slot
+            entries = tuple(
+                sorted(tables[slot].values(), key=lambda e: (e.rank, -e.degree, e.node or "", e.surface))
+            )
+            if kind == "symbolic":
+                self._symbolic[key] = entries
+            elif kind == "weak":
+                self._weak[key] = entries
+                self._weak_max = max(self._weak_max, len(key))
+            else:
+                node = self._trie
+                for tok in key:
+                    node = node.setdefault(tok, {})
+                node[_END] = entries
+
+    def _alias_target(self, target: str | None) -> str | None:
+        if target is None or self.graph.has_node(target):
+            return target
+        entry = self._lookup(target)
+        if entry is None:
+            log.debug("alias target %r is not a node of the graph: treated as unlinked", target)
+            return None
+        return entry.node
+
+    # ------------------------------------------------------------------ linking
+
+    def _lookup(self, surface: str) -> _Entry | None:
+        """Exact normalized match of a whole surface form."""
+        surface = surface.strip()
+        full = _label_tokens(surface)
+        if not full:
+            entries = self._symbolic.get(surface, ())
+        elif _is_weak(full):
+            entries = self._weak.get(full, ())
+        else:
+            node = self._trie
+            for tok in _content(full):
+                node = node.get(tok)
+                if node is None:
+                    return None
+            entries = node.get(_END, ())
+        if not entries:
+            return None
+        return min(
+            enumerate(entries),
+            key=lambda ie: (ie[1].rank, ie[1].surface != surface, ie[1].full != full, ie[0]),
+        )[1]
+
+    def link(self, surface: str, *, use_matcher: bool = False) -> str | None:
+        """The node one surface form names: exact normalized match through ids, labels and aliases.
+
+        For answer entities and keyword lists. ``None`` when nothing matches or the form is a
+        known-unlinked alias; with ``use_matcher=True`` the matcher is tried before giving up.
+        """
+        if not isinstance(surface, str):
+            raise EventError("Grounder", "surface", f"must be a string, got {type(surface).__name__}")
+        entry = self._lookup(surface)
+        if entry is not None:
+            return entry.node
+        return self._match(surface) if use_matcher and surface.strip() else None
+
+    def _match(self, surface: str) -> str | None:
+        if self.matcher is None:
+            return None
+        node = self.matcher(surface)
+        if node is not None and not self.graph.has_node(node):
+            log.warning("matcher returned %r for %r, which is not a node of the graph", node, surface)
+            return None
+        return node
+
+    # ------------------------------------------------------------------ grounding
+
+    def ground(self, text: str) -> Grounding:
+        """Extract the mentions M_q of ``text`` and ground each to a node or ``None`` (TRIAGE §4.3.1)."""
+        if not isinstance(text, str):
+            raise EventError("Grounder", "text", f"must be a string, got {type(text).__name__}")
+        zones, brackets = _zones(text)
+        found: list[_Found] = []
+        if self.bracketed_only and any(brackets):
+            for (start, end), bracket in zip(zones, brackets, strict=True):
+                if bracket and (hit := self._ground_zone(text, start, end)) is not None:
+                    found.append(hit)
+            return self._coalesce(text, found)
+        toks = _tokenize(text, zones)
+        n = len(toks.norm)
+        cased = any(not toks.lower[i] and not toks.initial[i] for i in range(n))
+        consumed = [False] * n
+        zone_seen = [False] * len(zones)
+        i = 0
+        while i < n:
+            z = toks.zone[i]
+            if z >= 0:
+                zone_seen[z] = True
+                if (hit := self._ground_zone(text, *zones[z])) is not None:
+                    found.append(hit)
+                while i < n and toks.zone[i] == z:
+                    consumed[i] = True
+                    i += 1
+                continue
+            hit = self._longest(text, toks, i, cased)
+            if hit is None:
+                i += 1
+                continue
+            first, last, node = hit
+            found.append((toks.start[first], toks.end[last], node, True))
+            for k in range(first, last + 1):
+                consumed[k] = True
+            i = last + 1
+        # Quoted spans without letters or digits ("$") can only name symbolic labels.
+        for z, (start, end) in enumerate(zones):
+            if not zone_seen[z] and (hit := self._ground_zone(text, start, end)) is not None:
+                found.append(hit)
+        found.extend(self._capitalized_runs(text, toks, consumed))
+        found.sort(key=lambda f: f[:2])
+        return self._coalesce(text, found)
+
+    def ground_answer(self, text: str) -> Grounding:
+        """:meth:`ground` for a generated answer: citation markers and a trailing reference list
+        (:mod:`triage_plugins.kg.citations`) are blanked first, so ``[1]`` or a cited document
+        title is never an answer mention; spans still index ``text``."""
+        if not isinstance(text, str):
+            raise EventError("Grounder", "text", f"must be a string, got {type(text).__name__}")
+        return self.ground(strip_citations(text))
+
+    def _ground_zone(self, text: str, start: int, end: int) -> _Found | None:
+        """A quoted/bracketed span as one mention; ``None`` for a span of symbols naming nothing."""
+        surface = text[start:end]
+        entry = self._lookup(surface)
+        if entry is not None:
+            return (start, end, entry.node, True)
+        return (start, end, None, False) if _WORD_UNI.search(surface) else None
+
+    def _longest(self, text: str, toks: _Tokens, i: int, cased: bool) -> tuple[int, int, str | None] | None:
+        """Longest gazetteer match starting at token ``i``: (first token, last token, node)."""
+        norm, zone = toks.norm, toks.zone
+        n = len(norm)
+        best: tuple[int, int, str | None] | None = None
+        if norm[i] not in STOP_WORDS:
+            trie = self._trie.get(norm[i])
+            j = i
+            single = True
+            while trie is not None:
+                entries = trie.get(_END)
+                if entries and cased and single and toks.lower[i]:
+                    entries = tuple(e for e in entries if not e.has_upper)
+                if entries:
+                    best = self._pick(text, toks, entries, i, j)
+                j += 1
+                while j < n and zone[j] < 0 and norm[j] in STOP_WORDS:
+                    j += 1
+                if j >= n or zone[j] >= 0:
+                    break
+                trie = trie.get(norm[j])
+                single = False
+        if self._weak_max and toks.cap[i]:
+            for length in range(min(self._weak_max, n - i), 0, -1):
+                last = i + length - 1
+                if best is not None and last <= best[1]:
+                    break
+                if (length == 1 and toks.initial[i]) or not toks.cap[last]:
+                    continue
+                if any(
+                    zone[k] >= 0 or not (toks.cap[k] or norm[k] in STOP_WORDS) for k in range(i, last + 1)
+                ):
+                    continue
+                entries = self._weak.get(tuple(norm[i : last + 1]))
+                if entries:
+                    best = self._pick(text, toks, entries, i, last)
+                    break
+        return best
+
+    @staticmethod
+    def _pick(
+        text: str, toks: _Tokens, entries: tuple[_Entry, ...], first: int, last: int
+    ) -> tuple[int, int, str | None]:
+        """Choose among entries sharing a key (see the module notes); a label's leading stop words
+        that precede the match in the text join the span."""
+        candidates = []
+        for index, e in enumerate(entries):
+            start = last + 1 - len(e.full)
+            full = (
+                0 <= start <= first
+                and tuple(toks.norm[start : last + 1]) == e.full
+                and all(toks.zone[k] < 0 for k in range(start, first))
+            )
+            exact = full and text[toks.start[start] : toks.end[last]] == e.surface
+            candidates.append(((e.rank, not exact, not full, index), start if full else first, e.node))
+        _, start, node = min(candidates)
+        return (start, last, node)
+
+    @staticmethod
+    def _capitalized_runs(text: str, toks: _Tokens, consumed: list[bool]) -> list[_Found]:
+        """Unresolved mentions: runs of capitalized tokens that no gazetteer entry touched."""
+        out: list[_Found] = []
+        n = len(toks.norm)
+        i = 0
+        while i < n:
+            if toks.zone[i] >= 0 or not toks.cap[i]:
+                i += 1
+                continue
+            run = [i]
+            j = i + 1
+            while j < n and toks.zone[j] < 0:
+                gap = text[toks.end[j - 1] : toks.start[j]].strip()
+                if gap not in _JOINERS or (gap == "." and toks.end[j - 1] - toks.start[j - 1] > _ABBREV_MAX):
+                    break
+                if toks.cap[j] or toks.norm[j].isdigit():
+                    run.append(j)
+                    j += 1
+                    continue
+                # lower-case particles inside a name ("Bank of America") when a capital follows
+                k = j
+                while k < n and toks.zone[k] < 0 and toks.lower[k] and toks.norm[k] in _PARTICLES:
+                    k += 1
+                if k == j or k >= n or toks.zone[k] >= 0 or not toks.cap[k]:
+                    break
+                run.extend(range(j, k + 1))
+                j = k + 1
+            i = j
+            if any(consumed[k] for k in run):
+                continue
+            while run and toks.norm[run[0]] in _WEAK_WORDS:
+                run.pop(0)
+            while run and toks.norm[run[-1]] in _WEAK_WORDS:
+                run.pop()
+            if run:
+                out.append((toks.start[run[0]], toks.end[run[-1]], None, False))
+        return out
+
+    def _coalesce(self, text: str, found: list[_Found]) -> Grounding:
+        """Fall back to the matcher, then keep one mention per node (first surface form wins)."""
+        pairs = [
+            (text[start:end], node if resolved else self._match(text[start:end]))
+            for start, end, node, resolved in found
+        ]
+        return coalesce_mentions(pairs, [(start, end) for start, end, _, _ in found])
+
+
+def mention_key(surface: str, node: str | None) -> tuple[bool, str]:
+    """What coalescing compares: the node a mention grounds to, else its normalized surface."""
+    return (True, node) if node is not None else (False, normalize_label(surface) or surface)
+
+
+def coalesce_mentions(
+    found: Iterable[tuple[str, str | None]], spans: Sequence[tuple[int, int]] | None = None
+) -> Grounding:
+    """``(surface, node)`` mentions, from one source or several (a grounder's, a framework's
+    keywords), coalesced: one per node, the first surface form kept; unresolved ones by normalized
+    surface (TRIAGE §4.3.1). ``spans``, when given, are the mentions' offsets, kept alongside."""
+    mentions: list[str] = []
+    grounding: dict[str, str | None] = {}
+    kept: list[tuple[int, int]] = []
+    seen: set[tuple[bool, str]] = set()
+    offsets = list(spans) if spans is not None else None
+    for i, (surface, node) in enumerate(found):
+        key = mention_key(surface, node)
+        if key in seen or surface in grounding:
+            continue
+        seen.add(key)
+        mentions.append(surface)
+        grounding[surface] = node
+        if offsets is not None:
+            kept.append(offsets[i])
+    return Grounding(tuple(mentions), grounding, tuple(kept))
+
+
+def _zones(text: str) -> tuple[list[tuple[int, int]], list[bool]]:
+    """Character ranges (quotes excluded, whitespace trimmed) of short quoted/bracketed spans, and
+    whether each is a square-bracketed one."""
+    zones: list[tuple[int, int]] = []
+    brackets: list[bool] = []
+    if not any(c in text for c in "\"“«['‘"):
+        return zones, brackets
+    for m in _QUOTED.finditer(text):
+        g = next(k for k in range(1, 6) if m.group(k) is not None)
+        start, end = m.span(g)
+        inner = text[start:end]
+        if inner.strip() and len(_WORD_UNI.findall(inner)) <= _MAX_QUOTED_WORDS:
+            zones.append((start + len(inner) - len(inner.lstrip()), end - len(inner) + len(inner.rstrip())))
+            brackets.append(g == 1)
+    return zones, brackets
+
+
+def _tokenize(text: str, zones: list[tuple[int, int]]) -> _Tokens:
+    """Word tokens of ``text``: normalized forms, offsets, case, sentence and zone flags."""
+    toks = _Tokens([], [], [], [], [], [], [])
+    pattern = _WORD if text.isascii() else _WORD_UNI
+    prev_end = 0
+    prev_short_cap = False
+    zi = 0
+    for m in pattern.finditer(text):
+        raw = m.group()
+        start, end = m.span()
+        norms = [raw.lower()] if raw.isascii() else [_fold(t) for t in normalize_label(raw).split()]
+        initial = not toks.norm or (
+            _SENTENCE_END.search(text, prev_end, start) is not None and not prev_short_cap
+        )
+        while zi < len(zones) and zones[zi][1] <= start:
+            zi += 1
+        zone = zi if zi < len(zones) and zones[zi][0] <= start else -1
+        cap = raw[0].isupper()
+        lower = raw == raw.lower()
+        for t in norms:
+            toks.norm.append(t)
+            toks.start.append(start)
+            toks.end.append(end)
+            toks.cap.append(cap)
+            toks.lower.append(lower)
+            toks.initial.append(initial)
+            toks.zone.append(zone)
+            initial = False
+        prev_end = end
+        prev_short_cap = cap and len(raw) <= _ABBREV_MAX
+    return toks
+
+
+_SHARED: OrderedDict[tuple[int, tuple[tuple[str, str | None], ...]], tuple[GraphView, Grounder]] = (
+    OrderedDict()
+)
+_SHARED_LOCK = threading.Lock()
+_SHARED_SIZE = 4
+
+
+def shared_grounder(graph: GraphView, aliases: Mapping[str, str | None] | None = None) -> Grounder:
+    """A :class:`Grounder` for ``graph`` shared by every caller (the default plugins, pipelines).
+
+    Building the gazetteer costs ~0.6 s on a 128k-triple graph; plugins that each need one for the
+    same graph event get the same read-only instance. The last few graphs are kept.
+    """
+    key = (id(graph), tuple(sorted((aliases or {}).items())))
+    with _SHARED_LOCK:
+        hit = _SHARED.get(key)
+        if hit is not None and hit[0] is graph:
+            _SHARED.move_to_end(key)
+            return hit[1]
+    grounder = Grounder(graph, aliases)
+    with _SHARED_LOCK:
+        _SHARED[key] = (graph, grounder)
+        _SHARED.move_to_end(key)
+        while len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
+    return grounder
