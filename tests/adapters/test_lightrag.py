@@ -38,6 +38,7 @@ from triage_lightrag.translate import (  # noqa: E402
 )
 from triage_lightrag.translate import reroute as _reroute  # noqa: E402
 from triage_plugins import hookimpl  # noqa: E402
+from triage_plugins.adapter_kit.recording import EventRecorder as Spy
 from triage_plugins.contract.config import TriageConfig  # noqa: E402
 from triage_plugins.contract.errors import ConfigError  # noqa: E402
 from triage_plugins.contract.events import GateDecision  # noqa: E402
@@ -77,36 +78,6 @@ def manager(**kwargs: Any) -> TriageManager:
     options = {"store": None, "synchronous": True, "entry_points": False, "defaults": False}
     options.update(kwargs)
     return TriageManager(**options)
-
-
-class Spy:
-    """Records every notification event."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self.events if e.kind == kind]
-
-    @hookimpl
-    def triage_extraction(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_graph(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_retrieval(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_generation(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_feedback(self, event):
-        self.events.append(event)
 
 
 class Prefer:

@@ -25,6 +25,7 @@ from triage_lightrag.instrument import UnknownQueryError  # noqa: E402
 from triage_lightrag.testing import build_rag  # noqa: E402
 from triage_lightrag.translate import triple_id  # noqa: E402
 from triage_plugins import hookimpl  # noqa: E402
+from triage_plugins.adapter_kit.recording import EventRecorder as Spy
 from triage_plugins.contract.config import TriageConfig  # noqa: E402
 from triage_plugins.contract.errors import ConfigError  # noqa: E402
 from triage_plugins.offline.world import generate_world  # noqa: E402
@@ -48,30 +49,6 @@ def rag(loop, world, tmp_path_factory):
     )
     yield instance
     loop.run_until_complete(instance.finalize_storages())
-
-
-class Spy:
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self.events if e.kind == kind]
-
-    @hookimpl
-    def triage_extraction(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_graph(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_retrieval(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_feedback(self, event):
-        self.events.append(event)
 
 
 def spied(**kwargs: Any) -> tuple[TriageManager, Spy]:

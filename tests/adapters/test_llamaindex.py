@@ -49,6 +49,7 @@ from triage_llamaindex import (  # noqa: E402
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM  # noqa: E402
 from triage_llamaindex.translate import chosen_token_offsets, parse_triples  # noqa: E402
 from triage_plugins import hookimpl  # noqa: E402
+from triage_plugins.adapter_kit.recording import EventRecorder as Recorder
 from triage_plugins.contract.events import Triple  # noqa: E402
 from triage_plugins.runtime.manager import TriageManager  # noqa: E402
 
@@ -74,36 +75,6 @@ def chunk_nodes() -> list[TextNode]:
         TextNode(id_=cid, text=text, relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc)})
         for cid, (doc, text) in CHUNKS.items()
     ]
-
-
-class Recorder:
-    """Collects every notification event, in order."""
-
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def of(self, kind: str) -> list:
-        return [e for e in self.events if e.kind == kind]
-
-    @hookimpl
-    def triage_extraction(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_graph(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_retrieval(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_generation(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_feedback(self, event):
-        self.events.append(event)
 
 
 class FixedPriorities:

@@ -38,7 +38,7 @@ from triage_llamaindex import (  # noqa: E402
 )
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM  # noqa: E402
 from triage_llamaindex.translate import chunk_key, parse_triples, split_attached  # noqa: E402
-from triage_plugins import hookimpl  # noqa: E402
+from triage_plugins.adapter_kit.recording import EventRecorder as Recorder
 from triage_plugins.contract.config import TriageConfig  # noqa: E402
 from triage_plugins.runtime.manager import TriageManager  # noqa: E402
 
@@ -66,30 +66,6 @@ def readme_llamaindex_block() -> tuple[str, str]:
         if block.lang == "python" and harness.PRELUDE_FOR.get(block.first) == "llamaindex":
             return block.text, harness.PRELUDES["llamaindex"]
     raise AssertionError("README has no LlamaIndex python block")
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def of(self, kind: str) -> list:
-        return [e for e in self.events if e.kind == kind]
-
-    @hookimpl
-    def triage_extraction(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_graph(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_retrieval(self, event):
-        self.events.append(event)
-
-    @hookimpl
-    def triage_generation(self, event):
-        self.events.append(event)
 
 
 @pytest.fixture
