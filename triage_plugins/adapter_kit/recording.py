@@ -1,9 +1,10 @@
-"""An event recorder for adapter tests: register it on a manager, read back what was delivered.
+"""An event recorder: register it on a manager, read back what was delivered.
 
 ``rec = EventRecorder(); manager.register(rec)``; after ``manager.flush()``, ``rec.events`` holds
 every extraction, graph, retrieval, generation and feedback event in delivery order and
-``rec.of("retrieval")`` those of one kind. Used by this project's adapter tests; an adapter author's
-tests can use it the same way (it observes only: no hook returns a value).
+``rec.of("retrieval")`` those of one kind. ``triage compare`` collects each row's events with it,
+and adapter tests (this project's, or an adapter author's) read what they emitted (it observes
+only: no hook returns a value).
 """
 
 from __future__ import annotations

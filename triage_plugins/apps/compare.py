@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from triage_plugins.adapter_kit.recording import EventRecorder
 from triage_plugins.adapter_kit.runner import (
     Corpus,
     FrameworkRunner,
@@ -67,7 +68,6 @@ from triage_plugins.contract.events import (
     GraphEvent,
     RetrievalEvent,
 )
-from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
@@ -811,33 +811,6 @@ def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
 # --------------------------------------------------------------------------- running
 
 
-class _Collector:
-    """Keeps every notification event a run emits (in memory), for :func:`aggregate_events`."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-
-    @hookimpl
-    def triage_extraction(self, event: Event) -> None:
-        self.events.append(event)
-
-    @hookimpl
-    def triage_graph(self, event: Event) -> None:
-        self.events.append(event)
-
-    @hookimpl
-    def triage_retrieval(self, event: Event) -> None:
-        self.events.append(event)
-
-    @hookimpl
-    def triage_generation(self, event: Event) -> None:
-        self.events.append(event)
-
-    @hookimpl
-    def triage_feedback(self, event: Event) -> None:
-        self.events.append(event)
-
-
 class ScopedScores:
     """A store view whose contribution scores and parameters live under a namespace.
 
@@ -1035,7 +1008,7 @@ def _score_moves(store: Store, namespace: str, top: int = 6) -> list[tuple[str, 
 
 def _row_manager(
     runner: FrameworkRunner, mode: str, plan: _Plan
-) -> tuple[TriageManager, _Collector, str, str]:
+) -> tuple[TriageManager, EventRecorder, str, str]:
     """A fresh synchronous manager for one row, its event collector, store run id and score namespace."""
     from triage_plugins.contract.config import DEFAULT_THRESHOLDS, TriageConfig
     from triage_plugins.runtime.manager import TriageManager
@@ -1053,7 +1026,7 @@ def _row_manager(
         ScopedScores(plan.store, namespace), config=config, entry_points=False, synchronous=True
     )
     manager.run_id = run_id
-    collector = _Collector()
+    collector = EventRecorder()
     manager.register(collector, name="triage.compare.collector")
     plan.units.extend(f"{namespace}:{u}" for u in ("triple", "chunk"))
     return manager, collector, run_id, namespace
