@@ -39,7 +39,6 @@ from urllib.parse import urlsplit, urlunsplit
 from triage_plugins.contract.errors import StoreError
 from triage_plugins.contract.events import Event
 from triage_plugins.store.rows import (
-    SCOPES,
     MetricRow,
     ScoreRow,
     _dumps,
@@ -490,37 +489,6 @@ class PostgresStore(SQLStore):
                 count += len(values)
         return count
 
-    def metrics(
-        self,
-        scope: str | None = None,
-        name: str | None = None,
-        run_id: str | None = None,
-        *,
-        scope_id: str | None = None,
-        framework: str | None = None,
-        retriever: str | None = None,
-    ) -> list[MetricRow]:
-        """The stored metric rows in recording order; filters combine with AND."""
-        if scope is not None and scope not in SCOPES:
-            raise StoreError(f"unknown metric scope {scope!r}; expected one of {SCOPES}")
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("scope", scope), ("name", name), ("run_id", run_id), ("scope_id", scope_id),
-            ("framework", framework), ("retriever", retriever),
-        ):  # fmt: skip
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
-        sql = "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts FROM metrics"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        rows = self._read(sql + " ORDER BY id", params)
-        return [
-            MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
-            for r in rows
-        ]
-
     # ------------------------------------------------------------------ contribution scores
 
     _UPSERT_SCORE = (
@@ -529,21 +497,12 @@ class PostgresStore(SQLStore):
         "updated_at = excluded.updated_at RETURNING raw"
     )
 
-    def add_score(self, unit: str, id: str, delta: float, *, init: float = 100.0) -> float:
-        """Atomically add ``delta`` to a raw score (a new id starts at ``init``); returns the new raw."""
-        return self.add_scores(unit, {id: delta}, init=init)[id]
-
     def add_scores(self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0) -> dict[str, float]:
         """Atomically add each ``deltas[id]`` in one transaction; the server computes ``raw + delta``.
 
         Ids are written in sorted order, so concurrent batches over the same ids cannot deadlock.
         """
-        _need_text(unit, "score unit")
-        init = _finite(init, "init")
-        checked: list[tuple[str, float]] = []
-        for item_id, delta in deltas.items():
-            _need_text(item_id, f"{unit} id")
-            checked.append((item_id, _finite(delta, f"score delta of {unit} {item_id!r}")))
+        init, checked = self._checked_deltas(unit, deltas, init)
         now = time.time()
         out: dict[str, float] = {}
         with self._tx() as conn:
@@ -605,10 +564,7 @@ class PostgresStore(SQLStore):
         applies them. :param initial: the value before the first step. :param bounds: ``(low, high)``
         clamp applied after each step. :return: the new value.
         """
-        _need_text(name, "parameter name")
-        delta = _finite(delta, f"step of parameter {name!r}")
-        initial = _finite(initial, f"initial value of parameter {name!r}")
-        lo, hi = _bounds(bounds, name)
+        delta, initial, lo, hi = self._checked_step(name, delta, initial, bounds)
         sql = (
             "INSERT INTO params AS p (name, value, updated_at) "
             "VALUES (%(name)s, (LEAST(GREATEST(%(init)s::float8 + %(d)s, %(lo)s), %(hi)s))::text, %(now)s) "
@@ -628,15 +584,6 @@ class PostgresStore(SQLStore):
             raise
 
     # ------------------------------------------------------------------ summary
-
-
-def _bounds(bounds: tuple[float, float] | None, name: str) -> tuple[float, float]:
-    if bounds is None:
-        return -float("inf"), float("inf")
-    lo, hi = (_finite(b, f"bounds of parameter {name!r}") for b in bounds)
-    if lo > hi:
-        raise StoreError(f"bounds of parameter {name!r} must be (low, high) with low <= high, got {bounds!r}")
-    return lo, hi
 
 
 def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:

@@ -3,21 +3,23 @@
 :class:`SQLStore` holds them once, written with ``?`` placeholders; a backend sets :attr:`SQLStore._PARAM`
 to its own (PostgreSQL's psycopg: ``%s``) and provides ``_read(sql, params)`` (rows of a query) and
 ``_tx()`` (a context yielding a connection whose ``execute`` returns a cursor, committed at the end).
-Writes whose SQL differs (upserts, batched inserts, migrations) stay in each backend.
+Writes whose SQL differs (upserts, batched inserts, migrations) stay in each backend; their argument
+checks are here once (``_checked_deltas``, ``_checked_step``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from triage_plugins.contract.errors import EventError, StoreError
 from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
-from triage_plugins.store.rows import TABLES, MetricRow, RunRow, _dumps, _finite
+from triage_plugins.store.rows import SCOPES, TABLES, MetricRow, RunRow, _dumps, _finite, _need_text
 
 __all__ = ["DEDUPLICATED_KINDS", "PAGE", "SQLStore"]
 
@@ -164,6 +166,39 @@ class SQLStore:
             now if row.ts is None else _finite(row.ts, "MetricRow.ts"),
         )
 
+    # ------------------------------------------------------------------ metrics
+
+    def metrics(
+        self,
+        scope: str | None = None,
+        name: str | None = None,
+        run_id: str | None = None,
+        *,
+        scope_id: str | None = None,
+        framework: str | None = None,
+        retriever: str | None = None,
+    ) -> list[MetricRow]:
+        """The stored metric rows in recording order; filters combine with AND."""
+        if scope is not None and scope not in SCOPES:
+            raise StoreError(f"unknown metric scope {scope!r}; expected one of {SCOPES}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("scope", scope), ("name", name), ("run_id", run_id), ("scope_id", scope_id),
+            ("framework", framework), ("retriever", retriever),
+        ):  # fmt: skip
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        sql = "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts FROM metrics"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = self._read(self._q(sql + " ORDER BY id"), params)
+        return [
+            MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
+            for r in rows
+        ]
+
     # ------------------------------------------------------------------ events
 
     def events(
@@ -224,6 +259,44 @@ class SQLStore:
             raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
 
     # ------------------------------------------------------------------ scores, params, counts
+
+    def add_score(self, unit: str, id: str, delta: float, *, init: float = 100.0) -> float:
+        """Atomically add ``delta`` to a raw contribution score (a new id starts at ``init``); returns
+        the new raw (one upsert statement of the backend's :meth:`add_scores`: no update is lost)."""
+        return self.add_scores(unit, {id: delta}, init=init)[id]
+
+    def add_scores(self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0) -> dict[str, float]:
+        raise NotImplementedError  # pragma: no cover - each backend's own
+
+    @staticmethod
+    def _checked_deltas(
+        unit: str, deltas: Mapping[str, float], init: float
+    ) -> tuple[float, list[tuple[str, float]]]:
+        """``(init, [(id, delta), ...])`` of an :meth:`add_scores` call, each checked (text ids, finite numbers)."""
+        _need_text(unit, "score unit")
+        init = _finite(init, "init")
+        checked: list[tuple[str, float]] = []
+        for item_id, delta in deltas.items():
+            _need_text(item_id, f"{unit} id")
+            checked.append((item_id, _finite(delta, f"score delta of {unit} {item_id!r}")))
+        return init, checked
+
+    @staticmethod
+    def _checked_step(
+        name: str, delta: float, initial: float, bounds: tuple[float, float] | None
+    ) -> tuple[float, float, float, float]:
+        """``(delta, initial, low, high)`` of an ``add_param`` call, each checked (finite, low <= high)."""
+        _need_text(name, "parameter name")
+        delta = _finite(delta, f"step of parameter {name!r}")
+        initial = _finite(initial, f"initial value of parameter {name!r}")
+        lo, hi = -math.inf, math.inf
+        if bounds is not None:
+            lo, hi = (_finite(b, f"bounds of parameter {name!r}") for b in bounds)
+            if lo > hi:
+                raise StoreError(
+                    f"bounds of parameter {name!r} must be (low, high) with low <= high, got {bounds!r}"
+                )
+        return delta, initial, lo, hi
 
     def scores_changed_at(self, unit: str) -> float | None:
         """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""

@@ -44,7 +44,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
 import secrets
 import sqlite3
@@ -700,45 +699,6 @@ class SQLiteStore(SQLStore):
                 count += len(values)
         return count
 
-    def metrics(
-        self,
-        scope: str | None = None,
-        name: str | None = None,
-        run_id: str | None = None,
-        *,
-        scope_id: str | None = None,
-        framework: str | None = None,
-        retriever: str | None = None,
-    ) -> list[MetricRow]:
-        """The stored metric rows in recording order; filters combine with AND."""
-        if scope is not None and scope not in SCOPES:
-            raise StoreError(f"unknown metric scope {scope!r}; expected one of {SCOPES}")
-        where: list[str] = []
-        params: list[Any] = []
-        filters = (
-            ("scope", scope),
-            ("name", name),
-            ("run_id", run_id),
-            ("scope_id", scope_id),
-            ("framework", framework),
-            ("retriever", retriever),
-        )
-        for column, value in filters:
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        sql = (
-            "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts "
-            "FROM metrics"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        rows = self._read(sql + " ORDER BY id", params)
-        return [
-            MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
-            for r in rows
-        ]
-
     # ------------------------------------------------------------------ contribution scores
 
     _UPSERT_SCORE = (
@@ -747,21 +707,9 @@ class SQLiteStore(SQLStore):
         "updated_at = excluded.updated_at RETURNING raw"
     )
 
-    def add_score(self, unit: str, id: str, delta: float, *, init: float = 100.0) -> float:
-        """Atomically add ``delta`` to a raw contribution score (a new id starts at ``init``); returns the new raw.
-
-        One ``INSERT … ON CONFLICT DO UPDATE`` statement: concurrent processes lose no update.
-        """
-        return self.add_scores(unit, {id: delta}, init=init)[id]
-
     def add_scores(self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0) -> dict[str, float]:
         """Atomically add each ``deltas[id]`` in one transaction; returns the new raw score of each id."""
-        _need_text(unit, "score unit")
-        init = _finite(init, "init")
-        checked: list[tuple[str, float]] = []
-        for item_id, delta in deltas.items():
-            _need_text(item_id, f"{unit} id")
-            checked.append((item_id, _finite(delta, f"score delta of {unit} {item_id!r}")))
+        init, checked = self._checked_deltas(unit, deltas, init)
         now = time.time()
         out: dict[str, float] = {}
         with self._tx() as db:
@@ -825,14 +773,7 @@ class SQLiteStore(SQLStore):
         :param initial: the value before the first step. :param bounds: ``(low, high)`` clamp
         applied after each step. :return: the new value.
         """
-        _need_text(name, "parameter name")
-        delta = _finite(delta, f"step of parameter {name!r}")
-        initial = _finite(initial, f"initial value of parameter {name!r}")
-        lo, hi = -math.inf, math.inf
-        if bounds is not None:
-            lo, hi = (_finite(b, f"bounds of parameter {name!r}") for b in bounds)
-            if lo > hi:
-                raise StoreError(f"bounds of parameter {name!r} must be (low, high) with low <= high")
+        delta, initial, lo, hi = self._checked_step(name, delta, initial, bounds)
         with self._tx() as db:
             row = db.execute("SELECT value FROM params WHERE name = ?", (name,)).fetchone()
             value = initial if row is None else json.loads(row[0])
@@ -847,4 +788,3 @@ class SQLiteStore(SQLStore):
         return new
 
     # ------------------------------------------------------------------ summary
-
