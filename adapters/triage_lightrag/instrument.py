@@ -49,9 +49,6 @@ explicit opt-in and even then LightRAG's own types come back; the decision trave
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import inspect
 import logging
 import threading
 import time
@@ -165,7 +162,6 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
         self._processed: dict[str, tuple[str, tuple[str, ...]]] = {}  # doc id -> (track id, chunk ids)
         self._dirty: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
-        self._passthrough: set[int] = set()  # wrappers left in place under someone else's (LIFO)
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("lightrag-hku >= 1.5.7, < 1.6",)
@@ -231,69 +227,6 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
         rag.__dict__[_MARKER] = self
         self._on_uninstrument(lambda: rag.__dict__.pop(_MARKER, None))
         self._graph_stale = True
-
-    def _wrap_attribute(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        """The kit's wrapper, made LIFO-safe: ours is restored only while it is still the attribute.
-
-        When another tool wrapped the attribute after us, uninstrument leaves its wrapper (which
-        holds ours) in place and turns ours into a pass-through to the original.
-        """
-        had = name in getattr(owner, "__dict__", {})
-        original = getattr(owner, name)
-        inner = make(original)
-        key = id(inner)
-        passthrough = self._passthrough
-
-        if inspect.iscoroutinefunction(inner):
-
-            async def wrapper(*args: Any, **kwargs: Any) -> Any:
-                if key in passthrough:
-                    return await original(*args, **kwargs)
-                return await inner(*args, **kwargs)
-
-        else:
-
-            def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
-                if key in passthrough:
-                    return original(*args, **kwargs)
-                return inner(*args, **kwargs)
-
-        with contextlib.suppress(AttributeError, TypeError):
-            functools.update_wrapper(wrapper, original if callable(original) else inner)
-        setattr(owner, name, wrapper)
-        self._originals[(id(owner), name)] = original
-
-        def undo() -> None:
-            if getattr(owner, "__dict__", {}).get(name) is not wrapper:
-                passthrough.add(key)  # someone wrapped over us: keep their wrapper working
-                log.info(
-                    "triage_lightrag: %s.%s was wrapped after us; ours stays as a pass-through",
-                    type(owner).__name__,
-                    name,
-                )
-                return
-            if had:
-                setattr(owner, name, original)
-            else:
-                with contextlib.suppress(AttributeError):
-                    delattr(owner, name)
-
-        self._on_uninstrument(undo)
-
-    def _wrap_item(self, mapping: Any, key: str, value: Any) -> None:
-        """The kit's item swap, LIFO-safe: restored only while the item is still ours."""
-        had, old = key in mapping, mapping.get(key)
-        mapping[key] = value
-
-        def undo() -> None:
-            if mapping.get(key) is not value:
-                return
-            if had:
-                mapping[key] = old
-            else:
-                mapping.pop(key, None)
-
-        self._on_uninstrument(undo)
 
     # ------------------------------------------------------------------ feedback and persistence
 

@@ -108,6 +108,17 @@ def test_uninstrument_restores_exactly_what_was_there():
     assert own.__dict__["answer"] is mine
 
 
+def test_uninstrument_keeps_a_wrapper_installed_after_ours():
+    host, (m, spy) = Host(), manager()
+    inst = ToyInstrumentor().instrument(host, manager=m)
+    ours = host.answer
+    theirs = host.answer = lambda question: "their " + ours(question)  # another tool, after us
+    inst.uninstrument()
+    assert host.__dict__["answer"] is theirs  # left in place
+    assert host.answer("q") == "their Q"  # ours is now a pass-through to the original
+    assert [e.kind for e in spy.events] == []  # and emits nothing
+
+
 def test_instrument_again_after_uninstrument_reuses_host_and_manager():
     host, (m, spy) = Host(), manager()
     inst = ToyInstrumentor().instrument(host, manager=m)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import inspect
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -102,6 +103,7 @@ class Instrumentor(ABC):
         self._args: dict[str, Any] | None = None
         self._undo: list[Callable[[], None]] = []
         self._originals: dict[tuple[int, str], Any] = {}
+        self._passthrough: set[int] = set()  # our wrappers left under someone else's (LIFO)
         self._reported: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------ what a subclass provides
@@ -374,17 +376,45 @@ class Instrumentor(ABC):
         self._undo.append(undo)
 
     def _wrap_attribute(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        """Replace ``owner.name`` by ``make(original)`` on the instance; undone exactly on uninstrument."""
+        """Replace ``owner.name`` by ``make(original)`` on the instance; undone on uninstrument, LIFO-safe.
+
+        Ours is restored only while it is still the attribute: when another tool wrapped it after
+        us, uninstrument leaves that wrapper (which holds ours) in place and turns ours into a
+        pass-through to the original.
+        """
         had = name in getattr(owner, "__dict__", {})
         original = getattr(owner, name)
-        wrapper = make(original)
-        if callable(original) and callable(wrapper) and not isinstance(wrapper, type):
-            with contextlib.suppress(AttributeError, TypeError):
-                functools.update_wrapper(wrapper, original)
+        inner = make(original)
+        key = id(inner)
+        passthrough = self._passthrough
+
+        if inspect.iscoroutinefunction(inner):
+
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
+                if key in passthrough:
+                    return await original(*args, **kwargs)
+                return await inner(*args, **kwargs)
+
+        else:
+
+            def wrapper(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+                if key in passthrough:
+                    return original(*args, **kwargs)
+                return inner(*args, **kwargs)
+
+        with contextlib.suppress(AttributeError, TypeError):
+            functools.update_wrapper(wrapper, original if callable(original) else inner)
         setattr(owner, name, wrapper)
         self._originals[(id(owner), name)] = original
 
         def undo() -> None:
+            if getattr(owner, "__dict__", {}).get(name) is not wrapper:
+                passthrough.add(key)  # someone wrapped over us: keep their wrapper working
+                log.info(
+                    "%s: %s.%s was wrapped after us; ours stays as a pass-through",
+                    type(self).__name__, type(owner).__name__, name,
+                )  # fmt: skip
+                return
             if had:
                 setattr(owner, name, original)
             else:
@@ -394,11 +424,14 @@ class Instrumentor(ABC):
         self._on_uninstrument(undo)
 
     def _wrap_item(self, mapping: MutableMapping[str, Any], key: str, value: Any) -> None:
-        """Set ``mapping[key] = value``; uninstrument restores the old value (or removes the key)."""
+        """Set ``mapping[key] = value``; uninstrument restores the old value (or removes the key)
+        while the item is still ours (LIFO-safe, like :meth:`_wrap_attribute`)."""
         had, old = key in mapping, mapping.get(key)
         mapping[key] = value
 
         def undo() -> None:
+            if mapping.get(key) is not value:
+                return
             if had:
                 mapping[key] = old
             else:
