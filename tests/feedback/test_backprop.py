@@ -172,6 +172,16 @@ def test_update_is_bounded_and_projected() -> None:
     np.testing.assert_allclose(opt.scores.normalized(["good", "bad"]), [1.0, 0.0])
 
 
+def test_a_raw_outside_the_range_is_pulled_back_by_at_most_one_step() -> None:
+    # Workers projecting from stale caches at once can leave the stored raw outside [0, 200]; each
+    # worker's pull back is one bounded step, or the corrections of many workers compound.
+    opt = _optimizer()  # max_step 0.1 → at most 20 raw points
+    opt.scores.set("good", 900.0)
+    opt.scores.set("bad", -500.0)
+    update = opt.step([["good"], ["bad"]], [1.0, -1.0], {"good": 0.5, "bad": 0.5})
+    assert update.deltas == pytest.approx({"good": -20.0, "bad": 20.0})
+
+
 def test_unscored_paths_do_not_update() -> None:
     opt = _optimizer()
     update = opt.step([["a"], ["b"]], [None, None], {"a": 0.5, "b": 0.5})

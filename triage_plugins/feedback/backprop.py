@@ -313,8 +313,8 @@ class FeedbackOptimizer:
         bound = self.max_step * scale
         step = step.clip(-bound, bound)
         target = (raw + step).clip(0.0, scale)  # projection onto the clip's range
-        # Bounded again: with a stale cached raw (another worker moved it), ``target - raw`` alone
-        # can exceed the step bound, and concurrent workers' corrections then compound without end.
+        # Bounded again: a raw outside [0, scale] (workers projecting from stale caches at once push
+        # the stored sum out) would otherwise be pulled back whole by each of them, and grow without end.
         delta = np.where(d_sc != 0.0, (target - raw).clip(-bound, bound), 0.0)
         nonzero = np.flatnonzero(delta)
         return dict(zip(map(ids.__getitem__, nonzero.tolist()), delta[nonzero].tolist(), strict=True))
