@@ -1,4 +1,4 @@
-"""Connected components: one direction per triple, handed to scipy as is, same labels as before."""
+"""Connected components: the symmetric adjacency handed to scipy as is, same labels as before."""
 
 from __future__ import annotations
 
@@ -45,19 +45,23 @@ def test_labels_are_those_of_the_two_direction_call_and_networkx(seed):
     assert sorted(map(sorted, by_label.values())) == sorted(map(sorted, nx.weakly_connected_components(g)))
 
 
-def test_scipy_gets_one_entry_per_triple_in_its_own_types():
+def test_scipy_gets_the_symmetric_adjacency_in_its_own_index_type():
+    import triage_plugins.contract.graph_view as graph_view
+
     view = random_view(0, 50)
-    assert len(view._out_indices) == len(view)  # a self-loop included, once
-    assert view._out_indices.dtype == view._out_indptr.dtype == np.int32
-    subj, obj = view.subject_index, view.object_index
-    rows = np.repeat(np.arange(len(view.nodes)), np.diff(view._out_indptr))
-    assert sorted(zip(rows.tolist(), view._out_indices.tolist(), strict=True)) == sorted(
-        zip(subj.tolist(), obj.tolist(), strict=True)
-    )
-    mat = csr_matrix(
-        (np.ones(len(view)), view._out_indices, view._out_indptr), shape=(len(view.nodes),) * 2, copy=False
-    )
-    assert np.shares_memory(mat.indices, view._out_indices)  # nothing converted on the way in
+    assert view.indices.dtype == view._indptr32.dtype == np.int32  # handed over unconverted
+    assert view._indptr32.tolist() == view.indptr.tolist()
+    assert graph_view._scipy_undirected_routine() is not None  # the fast path, with this scipy
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_without_scipys_undirected_routine_the_public_call_gives_the_same_labels(seed, monkeypatch):
+    import triage_plugins.contract.graph_view as graph_view
+
+    view = random_view(seed, [40, 300, 7, 2000][seed])
+    fast = view.component_labels()
+    monkeypatch.setattr(graph_view, "_scipy_undirected_routine", lambda: None)
+    assert view.component_labels().tolist() == fast.tolist() == both_directions(view).tolist()
 
 
 def test_an_empty_graph_has_no_components():

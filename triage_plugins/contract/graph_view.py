@@ -100,8 +100,7 @@ class GraphView:
         "indptr",
         "indices",
         "incident",
-        "_out_indptr",
-        "_out_indices",
+        "_indptr32",
     )
 
     def __init__(
@@ -163,21 +162,16 @@ class GraphView:
         counts = np.bincount(ends, minlength=n) if n else np.zeros(0, dtype=np.int64)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        indices = other[order]
+        # Node positions as int32 when they fit: scipy's index type, and half the memory.
+        itype = np.int32 if max(n, 2 * m) < np.iinfo(np.int32).max else np.int64
+        indices = other[order].astype(itype)
         incident = tid[order]
-        # One direction per triple, subject -> object: the subject incidences (positions < m of
-        # `ends`) keep their subject order in the stable sort. int32 when it fits: scipy's index type.
-        itype = np.int32 if max(n, m) < np.iinfo(np.int32).max else np.int64
-        out_indptr = np.zeros(n + 1, dtype=itype)
-        np.cumsum(np.bincount(self._subj, minlength=n), out=out_indptr[1:])
-        out_indices = self._obj[order[order < m]].astype(itype)
-        for arr in (indptr, indices, incident, out_indptr, out_indices):
+        for arr in (indptr, indices, incident):
             arr.flags.writeable = False
         self.indptr = indptr
         self.indices = indices
         self.incident = incident
-        self._out_indptr = out_indptr
-        self._out_indices = out_indices
+        self._indptr32 = indptr.astype(np.int32) if itype is np.int32 else None
 
     # ------------------------------------------------------------------ basic accessors
 
@@ -271,21 +265,25 @@ class GraphView:
         return [self._triples[int(t)] for t in self.incident[self.indptr[k] : self.indptr[k + 1]]]
 
     def component_labels(self) -> np.ndarray:
-        """Connected-component id of every node (undirected), via scipy's CSR routine.
+        """Connected-component id of every node (undirected), by scipy's traversal.
 
-        scipy is handed each triple once (subject -> object) as a float64 CSR with its own index
-        type, so it converts nothing; ``directed=False`` makes it follow both directions.
+        The adjacency is already symmetric, so it is its own transpose: scipy's undirected routine
+        is handed it as both, which skips the transpose ``connected_components(directed=False)``
+        builds. Without that routine (another scipy) the public call gets each triple once.
         """
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import connected_components
-
         n = len(self._nodes)
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        data = np.ones(len(self._out_indices), dtype=np.float64)
-        mat = csr_matrix((data, self._out_indices, self._out_indptr), shape=(n, n), copy=False)
-        _, labels = connected_components(mat, directed=False)
-        return labels
+        routine = _scipy_undirected_routine() if self._indptr32 is not None else None
+        if routine is not None:
+            labels = np.full(n, -1, dtype=np.int32)
+            try:
+                routine(self.indices, self._indptr32, self.indices, self._indptr32, labels)
+            except (TypeError, ValueError):  # another signature: take the public call
+                pass
+            else:
+                return labels
+        return _scipy_components(self._subj, self._obj, n)
 
     def shortest_path_length(self, source: str, target: str, max_hops: int | None = None) -> int | None:
         """Undirected hop distance over the whole graph, or ``None`` when unreachable."""
@@ -345,3 +343,22 @@ class GraphView:
         for t in self._triples:
             g.add_edge(t.subject, t.object, key=t.id, predicate=t.predicate)
         return g
+
+
+@functools.cache
+def _scipy_undirected_routine() -> Any:
+    """scipy's undirected components routine over (indices, indptr) pairs, or ``None`` without it."""
+    try:
+        from scipy.sparse.csgraph._traversal import _connected_components_undirected
+    except ImportError:
+        return None
+    return _connected_components_undirected
+
+
+def _scipy_components(subj: np.ndarray, obj: np.ndarray, n: int) -> np.ndarray:
+    """Components through scipy's public call, each triple handed once (subject -> object)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    mat = csr_matrix((np.ones(len(subj)), (subj, obj)), shape=(n, n))
+    return connected_components(mat, directed=False)[1]
