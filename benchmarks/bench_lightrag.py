@@ -202,6 +202,8 @@ async def run(
     bare: bool,
     block: int,
     gc_freeze: bool = False,
+    modes: tuple[str, ...] = MODES,
+    methods: tuple[str, ...] = METHODS,
 ) -> tuple[Samples, int]:
     """Every (delay, method, mode), plain and instrumented blocks interleaved; and the edge count."""
     from triage_lightrag import instrument
@@ -232,8 +234,8 @@ async def run(
                     plain, traced = traced, plain
                     inst = instrument(traced, manager=manager)
                     await _warm_up(plain, traced, questions, inst.flush)  # the graph event, untimed
-                for m, mode in enumerate(MODES):
-                    for method in METHODS:
+                for m, mode in enumerate(modes):
+                    for method in methods:
                         offset = (r * block) % len(questions)
                         qs = [questions[(offset + i) % len(questions)] for i in range(block)]
                         order = (plain, traced) if (r + m) % 2 == 0 else (traced, plain)
@@ -288,7 +290,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--gc-freeze", action="store_true", help="gc.freeze() after loading (the graph leaves GC scans)"
     )
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated query modes")
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated: aquery_data, aquery")
     args = parser.parse_args(argv)
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    for given, known, what in ((modes, MODES, "mode"), (methods, METHODS, "method")):
+        wrong = [x for x in given if x not in known]
+        if wrong or not given:
+            parser.error(f"unknown {what} {(wrong or [''])[0]!r}; choose from {', '.join(known)}")
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     unknown = [c for c in corpora if c not in CORPORA]
     if unknown:
@@ -311,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.bare,
                 args.block,
                 args.gc_freeze,
+                modes,
+                methods,
             )
         )
         for seconds, method, mode, n, mp, mt, ratio, paired, cp, ct, cratio, cpaired, gp, gt in _rows(

@@ -29,6 +29,11 @@ property graph store triplets              ``GraphEvent`` (each relation's own
                                            before it returns)
 ========================================  =====================================================
 
+The node texts are read when the retrieval ends, on the host; the retrieval event is built, emitted
+and gated on the manager's delivery worker (with a synchronous manager, at once), so the gate's
+decision (``decisions``) is there after ``flush()``. Each outermost query or retrieval span marks the
+host busy, so delivery runs between queries.
+
 Chunk ids are :func:`~triage_llamaindex.translate.chunk_key`: LlamaIndex's generated UUIDs become
 a hash of the chunk text (stable across rebuilds), ids the user set are kept. Provenance is scoped
 per store: a graph snapshot lists only chunks held by that store.
@@ -44,6 +49,7 @@ instrumentor is instrumented (the handler classes are built then).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -92,6 +98,8 @@ EXPANDED_NODES_NOTE = "LlamaIndex retrievers do not report how many graph nodes 
 PENDING_COMPLETIONS = 256  # completions with log-probabilities awaiting their chunk (by prompt)
 KEPT_COMPLETIONS = 4096  # completions attributed to a chunk by TriageLLMPathExtractor, awaiting the tap
 KEPT_QUERIES = 1024  # per-query state kept for generation / gate lookups
+
+_Node = tuple[str, str, "str | None"]  # a retrieved node as read on the host: id, content, ref_doc_id
 
 _active: LlamaIndexInstrumentor | None = None
 _active_lock = threading.Lock()
@@ -153,6 +161,7 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
         if not any(h is span for h in root.span_handlers):
             root.add_span_handler(span)
             self._on_uninstrument(lambda: _remove(root.span_handlers, span))
+            self._on_uninstrument(span.release_all)
         if not any(h is event for h in root.event_handlers):
             root.add_event_handler(event)
             self._on_uninstrument(lambda: _remove(root.event_handlers, event))
@@ -308,13 +317,11 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
                 ordered.setdefault(chunk_id)
         return [by_key.get(c) or Chunk(c, c, "") for c in ordered]
 
-    def _shown_chunks(self, nodes: Any, known: KnownGraph | None) -> tuple[Chunk, ...]:
+    def _shown_chunks(self, nodes: list[_Node], known: KnownGraph | None) -> tuple[Chunk, ...]:
         """The chunks the engine shows for ``nodes``, in rank order (see the module docstring)."""
         by_line = known.by_line if known is not None else None
         out: dict[str, Chunk] = {}
-        for scored in nodes:
-            node = scored.node
-            text = node.get_content()
+        for node_id, text, doc_id in nodes:
             attached = split_attached(text, by_line)
             triples = [] if attached is not None else parse_triples(text, by_line)
             if triples:  # a triplet-only node: no chunk is shown, its triplet's source is the chunk
@@ -322,7 +329,7 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
                     out.setdefault(chunk.id, chunk)
                 continue
             body = attached.chunk if attached is not None else text
-            chunk = Chunk(chunk_key(node.node_id, body), node.ref_doc_id or node.node_id, body)
+            chunk = Chunk(chunk_key(node_id, body), doc_id or node_id, body)
             out.setdefault(chunk.id, chunk)
         return tuple(out.values())
 
@@ -382,6 +389,9 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
         self.manager.emit_extraction(ExtractionEvent(FRAMEWORK, event.run_id, chunk, extracted))
 
     def _on_retrieval(self, event: Any) -> None:
+        """The outermost retrieval of a query: what the event needs is read here, on the host (the
+        node texts as they are now: a postprocessor may rewrite them later); the event is built,
+        emitted and gated on the delivery worker."""
         spans = self._span_handler
         span = spans.get(event.span_id)
         if span is None or spans.has_ancestor(event.span_id, "retriever"):
@@ -391,10 +401,29 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
         query = event.str_or_query_bundle
         query_str = query if isinstance(query, str) else query.query_str
         known = self._graph_for_retriever(span.instance)
+        nodes = [(s.node.node_id, s.node.get_content(), s.node.ref_doc_id) for s in event.nodes]
+        self.last_query_id = query_id
+        self._query_graph.put(query_id, known)
+        self._answered.put(query_id, False)
+        retriever = retriever_name(span.instance)
+        self._defer(
+            "retrieval event", self._emit_retrieval, query_id, query_str, known, nodes, seconds, retriever
+        )
+
+    def _emit_retrieval(
+        self,
+        query_id: str,
+        query_str: str,
+        known: KnownGraph | None,
+        nodes: list[_Node],
+        seconds: float,
+        retriever: str,
+    ) -> None:
+        """Build, emit and (with ``config.gate``) gate the retrieval event; runs on the worker."""
         by_line = known.by_line if known is not None else None
         triples: dict[str, Triple] = {}
-        for scored in event.nodes:
-            for triple in parse_triples(scored.node.get_content(), by_line):
+        for _, text, _ in nodes:
+            for triple in parse_triples(text, by_line):
                 triples.setdefault(triple.id, triple)
         mentions, grounding = self._ground(known, query_str)
         retrieval = RetrievalEvent(
@@ -404,15 +433,12 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
             mentions=mentions,
             grounding=grounding,
             subgraph=Subgraph(tuple(triples.values())),
-            chunks=self._shown_chunks(event.nodes, known),
+            chunks=self._shown_chunks(nodes, known),
             expanded_nodes=None,
             expanded_nodes_note=EXPANDED_NODES_NOTE,
             seconds=seconds,
-            retriever=retriever_name(span.instance),
+            retriever=retriever,
         )
-        self.last_query_id = query_id
-        self._query_graph.put(query_id, known)
-        self._answered.put(query_id, False)
         self.manager.emit_retrieval(retrieval)
         if self.manager.config.gate:
             decision = self.manager.gate(retrieval)
@@ -461,13 +487,19 @@ def _attach(model: Any, name: str, value: Any) -> None:
 
 
 class _Span:
-    __slots__ = ("instance", "kind", "parent", "started")
+    __slots__ = ("busy", "instance", "kind", "parent", "started")
 
     def __init__(self, parent: str | None, kind: str | None, instance: Any) -> None:
         self.parent = parent
         self.kind = kind
         self.started = time.perf_counter() if kind is not None else 0.0
         self.instance = instance
+        self.busy: contextlib.AbstractContextManager[None] | None = None  # the host-busy mark it holds
+
+    def release(self) -> None:
+        busy, self.busy = self.busy, None
+        if busy is not None:
+            busy.__exit__(None, None, None)
 
 
 _HANDLERS: tuple[type, type] | None = None
@@ -543,17 +575,29 @@ def _span_handler_class() -> type:
         def span_enter(self, id_: str, bound_args: Any, instance: Any = None, parent_id: str | None = None,
                        tags: dict[str, Any] | None = None, **kwargs: Any) -> None:  # fmt: skip
             kind = kind_of(instance)
-            self.spans[id_] = _Span(parent_id, kind, instance if kind == "retriever" else None)
+            span = self.spans[id_] = _Span(parent_id, kind, instance if kind == "retriever" else None)
+            if kind is not None and (parent_id is None or parent_id not in self.spans):
+                span.busy = self.owner._host_busy()  # an outermost query or retrieval: host busy
+                span.busy.__enter__()
 
         def span_exit(
             self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kw: Any
         ) -> None:
-            self.spans.pop(id_, None)
+            span = self.spans.pop(id_, None)
+            if span is not None:
+                span.release()
 
         def span_drop(
             self, id_: str, bound_args: Any, instance: Any = None, err: Any = None, **kw: Any
         ) -> None:
-            self.spans.pop(id_, None)
+            span = self.spans.pop(id_, None)
+            if span is not None:
+                span.release()
+
+        def release_all(self) -> None:
+            """Drop every host-busy mark still held (the instrumentor is going away)."""
+            for span in list(self.spans.values()):
+                span.release()
 
         # abstract in BaseSpanHandler; unused because span_enter/exit/drop are overridden
         def new_span(self, *args: Any, **kwargs: Any) -> None:

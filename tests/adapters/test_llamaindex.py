@@ -34,6 +34,7 @@ from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRe
 from llama_index.core.instrumentation import get_dispatcher  # noqa: E402
 from llama_index.core.instrumentation.dispatcher import instrument_tags  # noqa: E402
 from llama_index.core.llms.callbacks import llm_chat_callback  # noqa: E402
+from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode  # noqa: E402
 
@@ -518,6 +519,66 @@ def test_gate_decision_is_asked_and_kept_per_query(index):
     assert gate.seen == ["gated"]
     assert inst.decisions["gated"].action == "warn"
     assert response.response == "Nolan"  # a warning never changes the host's answer
+
+
+class Rewriter(BaseNodePostprocessor):
+    """Rewrites every node's text after retrieval, the way a postprocessor may."""
+
+    def _postprocess_nodes(self, nodes, query_bundle=None):
+        for scored in nodes:
+            scored.node.set_content("rewritten after retrieval")
+        return nodes
+
+
+def test_with_a_background_manager_the_event_holds_the_texts_as_retrieved_and_the_gate_answers_by_flush(
+    index,
+):
+    from triage_plugins.contract.events import GateDecision
+
+    class Gate:
+        @hookimpl
+        def triage_gate(self, event):
+            return GateDecision("warn", "test gate", {"ERC": 0.0})
+
+    recorder = Recorder()
+    manager = TriageManager(store=None, synchronous=False, entry_points=False, defaults=False)
+    manager.register(recorder)
+    manager.register(Gate())
+    inst = instrument(manager=manager)
+    try:
+        sub = LLMSynonymRetriever(index.property_graph_store, include_text=True, llm=Settings.llm)
+        engine = RetrieverQueryEngine.from_args(
+            index.as_retriever(sub_retrievers=[sub]), llm=Settings.llm, node_postprocessors=[Rewriter()]
+        )
+        with instrument_tags({"query_id": "bg"}):
+            engine.query("Who directed Interstellar?")
+        assert inst.flush()
+        (retrieval,) = recorder.of("retrieval")
+        assert set(retrieval.subgraph.triple_ids) == INTERSTELLAR  # read before the rewrite
+        assert [c.text for c in retrieval.chunks] == [CHUNKS["c4"][1]]
+        assert inst.decisions["bg"].action == "warn"
+    finally:
+        inst.uninstrument()
+        manager.close()
+
+
+def test_an_outermost_query_marks_the_host_busy_and_releases_it(index):
+    manager = TriageManager(store=None, synchronous=False, entry_points=False, defaults=False)
+    seen: list[bool] = []
+
+    class Probe(BaseNodePostprocessor):
+        def _postprocess_nodes(self, nodes, query_bundle=None):
+            seen.append(manager._host_idle.is_set())
+            return nodes
+
+    inst = instrument(manager=manager)
+    try:
+        synonym_engine(index, Probe()).query("Who directed Inception?")
+        assert seen == [False]  # inside the query: busy
+        assert manager._host_idle.is_set()  # after it: idle again
+    finally:
+        inst.uninstrument()
+        manager.close()
 
 
 def test_events_reach_the_store_through_the_default_recorder(index, tmp_path):
