@@ -298,10 +298,12 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
     def _make_aquery_data(self, original: Callable[..., Any]) -> Callable[..., Any]:
         async def aquery_data(query: str, param: Any = None, *args: Any, **kwargs: Any) -> Any:
             param = _param(param)
-            with self._host_busy():
+            with self._host_busy():  # the job is queued inside: held until the host goes idle
                 await self._ensure_graph()
                 result, state, seconds = await self._retrieve(original, query, param, *args, **kwargs)
-            self._defer("retrieval event", self._emit_retrieval, state, param.mode, snapshot(result), seconds)
+                self._defer(
+                    "retrieval event", self._emit_retrieval, state, param.mode, snapshot(result), seconds
+                )
             return result
 
         return aquery_data

@@ -380,3 +380,65 @@ def test_default_plugins_batch_their_writes_and_flush_still_means_committed(tmp_
     assert not background.failures
     background.close()
     inline.close()
+
+
+def test_items_submitted_while_the_host_is_busy_are_held_until_it_goes_idle_and_keep_their_order():
+    idle = threading.Event()  # the host is busy
+    ran: list[str] = []
+    d = Dispatcher(ran.append, queue_size=10, batch_size=10, schedule_delay=0, yield_to=idle, max_yield=30.0)
+    d.submit("a")
+    d.submit("b")
+    time.sleep(0.05)
+    assert [item for item, _ in d._held] == ["a", "b"] and d.pending == 2 and ran == []
+    assert d._queue.qsize() == 0  # held on the host's side: the worker was not woken
+    idle.set()
+    d.submit("c")  # the host is idle: the held items are queued first
+    assert d.flush(timeout=5) and ran == ["a", "b", "c"]
+    idle.clear()
+    d.submit("d")
+    assert d.flush(timeout=5) and ran[-1] == "d"  # flush() queues what is held
+    d.close(timeout=2)
+
+
+def test_a_full_batch_held_is_queued_without_waiting_for_the_host():
+    idle = threading.Event()
+    ran: list[int] = []
+    d = Dispatcher(ran.append, queue_size=10, batch_size=3, schedule_delay=0, yield_to=idle, max_yield=30.0)
+    for i in range(3):
+        d.submit(i)
+    assert d._queue.qsize() + len(ran) == 3 and not d._held  # queued (still giving way to the host)
+    idle.set()
+    d.wake()
+    assert d.flush(timeout=5) and ran == [0, 1, 2]
+    d.close(timeout=2)
+
+
+def test_on_an_event_loop_back_to_back_queries_wake_no_worker_until_the_host_stays_idle():
+    import asyncio
+
+    delivered: list[str] = []
+
+    class Seen:
+        @hookimpl
+        def triage_feedback(self, event):
+            delivered.append(event.query_id)
+
+    manager = TriageManager(entry_points=False, defaults=False, schedule_delay=0)
+    manager.register(Seen())
+
+    async def host() -> None:
+        with manager.host_busy():
+            manager.emit_feedback(FeedbackEvent("t", "q0", 1.0))
+        with manager.host_busy():  # the next query starts at once
+            await asyncio.sleep(0.05)  # the settle timer fires meanwhile: the host is busy
+            assert delivered == [] and manager.pending == 1
+            assert len(manager._lanes["defaults"]._held) == 1  # still held: no worker was woken
+        await asyncio.sleep(0.05)  # now idle for longer than HOST_SETTLE: the worker runs
+        for _ in range(100):
+            if delivered:
+                break
+            await asyncio.sleep(0.01)
+
+    asyncio.run(host())
+    assert delivered == ["q0"]
+    manager.close()

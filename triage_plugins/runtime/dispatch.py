@@ -9,9 +9,13 @@ run off the host's path, e.g. building an event from framework objects). Both sh
 so their order is kept: a feedback event queued after a retrieval is delivered after it.
 
 The worker gives way to its host: while ``yield_to`` (an event the host clears while it serves a
-query) is clear, it waits before each item, up to ``max_yield`` seconds per batch, so that metrics of
-earlier queries are computed between queries rather than competing for the GIL with the one being
-served. ``flush()`` and ``close()`` end the wait at once, and a host that is never idle still gets
+query) is clear, items submitted are *held* on the host's side without waking the worker (a wake
+while the host runs costs the host a GIL hand-over, ~0.1–0.2 ms on two cores), and the worker waits
+before each item, up to ``max_yield`` seconds per batch, so that metrics of earlier queries are
+computed between queries rather than competing for the GIL with the one being served. Held items
+are queued, in order, by :meth:`Dispatcher.wake` (the host went idle), by ``flush()``/``close()``,
+when a batch's worth is held, or by the worker itself once they are ``max_yield`` old (it looks
+once per ``max_yield``: a timed wait, not a poll). ``flush()`` and ``close()`` end the wait at once, and a host that is never idle still gets
 every batch delivered, at most ``max_yield`` later. The wait sleeps until :meth:`Dispatcher.wake`
 (the host went idle) or a flush, so a waiting worker costs no CPU. Between items the worker hands
 the GIL back to the host (``time.sleep(0)``) once it has run ``yield_every`` seconds since it last
@@ -107,6 +111,8 @@ class Dispatcher:
         self._closed = False
         self._max_weight = max_weight
         self._weight = 0  # total weight queued
+        self._held: list[tuple[Any, int]] = []  # submitted while the host was busy, not yet queued
+        self._held_since = 0.0  # monotonic time of the oldest held item
         self.dropped = 0
         self.escaped = 0  # items whose run raised past run_item (counted, worker kept alive)
         self.restarts = 0
@@ -115,8 +121,8 @@ class Dispatcher:
 
     @property
     def pending(self) -> int:
-        """Items queued or being run."""
-        return self._queue.unfinished_tasks
+        """Items held, queued or being run."""
+        return self._queue.unfinished_tasks + len(self._held)
 
     def on_worker(self) -> bool:
         """Whether the caller runs on the worker thread (then items are run inline)."""
@@ -125,7 +131,8 @@ class Dispatcher:
     # ------------------------------------------------------------------ submit
 
     def submit(self, item: Any, weight: int = 1) -> bool:
-        """Queue ``item``; ``False`` (and counted in :attr:`dropped`) when the queue is full or closed."""
+        """Queue ``item`` (held while the host is busy); ``False`` (and counted in :attr:`dropped`)
+        when the queue is full or closed."""
         if self._closed:
             return False
         self._ensure_worker()
@@ -133,19 +140,51 @@ class Dispatcher:
             heavy = self._weight + weight > self._max_weight and self._weight > 0
             if not heavy:
                 self._weight += weight
-        if not heavy:
-            try:
-                self._queue.put_nowait((item, weight))
-                return True
-            except queue.Full:
-                with self._lock:
+                if self._holding():
+                    if not self._held:
+                        self._held_since = time.monotonic()
+                    self._held.append((item, weight))
+                    if len(self._held) < self._batch_size:
+                        return True
+                    return self._release_locked()
+                if self._held:
+                    self._release_locked()  # first, so that order is kept
+                try:
+                    self._queue.put_nowait((item, weight))
+                    return True
+                except queue.Full:
                     self._weight -= weight
-        with self._lock:
             self.dropped += 1
             dropped = self.dropped
         if dropped == 1 or dropped % 1000 == 0:
             log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
         return False
+
+    def _holding(self) -> bool:
+        """Whether a submitted item waits on the host's side (the host is busy; no flush waits)."""
+        idle = self._yield_to
+        return idle is not None and not idle.is_set() and not self._urgent.is_set() and not self._closed
+
+    def release(self) -> None:
+        """Queue the held items now, in order (the worker wakes for them)."""
+        with self._lock:
+            if self._held:
+                self._release_locked()
+
+    def _release_locked(self) -> bool:
+        """Move the held items into the queue (caller holds ``_lock``); ``False`` if some were dropped."""
+        held, self._held = self._held, []
+        lost = 0
+        for item, weight in held:
+            try:
+                self._queue.put_nowait((item, weight))
+            except queue.Full:
+                self._weight -= weight
+                lost += 1
+        if lost:
+            self.dropped += lost
+            log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", self.dropped)
+        return not lost
 
     def _ensure_worker(self) -> None:
         thread = self._thread
@@ -162,10 +201,24 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ the worker
 
+    def _next(self) -> Any:
+        """The next queued item. With a host to give way to, the worker looks every ``max_yield``
+        seconds whether items are held, and queues them once they are that old (the host never went
+        idle, or its event loop ended before it could say so)."""
+        q = self._queue
+        timeout = None if self._yield_to is None else self._max_yield
+        while True:
+            try:
+                return q.get(timeout=timeout)
+            except queue.Empty:
+                with self._lock:
+                    if self._held and time.monotonic() - self._held_since >= self._max_yield:
+                        self._release_locked()
+
     def _work(self) -> None:
         q = self._queue
         while True:
-            batch = [q.get()]
+            batch = [self._next()]
             if batch[0] is not _STOP and self._schedule_delay > 0 and q.qsize() < self._batch_size:
                 self._urgent.wait(self._schedule_delay)  # returns at once while flush() waits
             while len(batch) < self._batch_size:
@@ -203,7 +256,8 @@ class Dispatcher:
             log.error("triage worker: %s escaped at the end of a batch", type(exc).__name__)
 
     def wake(self) -> None:
-        """Tell a worker waiting for the host that the host went idle (``yield_to`` was set)."""
+        """The host went idle (``yield_to`` was set): queue what was held, end a give-way wait."""
+        self.release()
         self._wake.set()
 
     def _give_way(self, deadline: float) -> None:
@@ -245,13 +299,15 @@ class Dispatcher:
         """Wait until every queued item was run; ``False`` when ``timeout`` seconds pass first."""
         if self._thread is None or self.on_worker():
             return True
-        if self._queue.unfinished_tasks:
-            self._ensure_worker()
         q = self._queue
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             self._flushing += 1
             self._urgent.set()
+            if self._held:
+                self._release_locked()
+        if q.unfinished_tasks:
+            self._ensure_worker()
         self._wake.set()
         try:
             with q.all_tasks_done:

@@ -26,6 +26,7 @@ Adapters call the facade (``emit_retrieval(event)``, ``gate(event)``, ``rerank(r
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import contextvars
@@ -77,6 +78,7 @@ log = logging.getLogger("triage.manager")
 trace_log = logging.getLogger("triage.trace")
 
 ENTRY_POINT_GROUP = "triage"
+HOST_SETTLE = 0.002  # seconds the host must stay idle before the delivery workers are woken
 
 _NOTIFICATIONS: dict[str, type[Event]] = {
     "triage_extraction": ExtractionEvent,
@@ -499,8 +501,29 @@ class TriageManager:
                     self._busy = 0
                     self._host_idle.set()
             if idle:
-                for dispatch in self._lanes.values():
-                    dispatch.wake()  # a worker waiting for the host resumes now
+                self._host_went_idle()
+
+    def _host_went_idle(self) -> None:
+        """Wake the workers once the host stays idle ``HOST_SETTLE`` seconds.
+
+        On an event loop the check is a timer on that loop (the host's own thread, no thread
+        wake-up): back-to-back queries never wake a worker mid-query. Without a running loop the
+        workers are woken at once.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._wake_workers()
+            return
+        loop.call_later(HOST_SETTLE, self._wake_if_idle)
+
+    def _wake_if_idle(self) -> None:
+        if self._host_idle.is_set():
+            self._wake_workers()
+
+    def _wake_workers(self) -> None:
+        for dispatch in self._lanes.values():
+            dispatch.wake()  # held items are queued; a worker waiting for the host resumes
 
     def defer(self, fn: Callable[..., object], *args: object) -> bool:
         """Run ``fn(*args)`` on the delivery worker, in order with the queued notifications.
