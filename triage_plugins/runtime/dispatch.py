@@ -9,17 +9,19 @@ run off the host's path, e.g. building an event from framework objects). Both sh
 so their order is kept: a feedback event queued after a retrieval is delivered after it.
 
 The worker gives way to its host: while ``yield_to`` (an event the host clears while it serves a
-query) is clear, items submitted are *held* on the host's side without waking the worker (a wake
+query) is clear, items submitted are *held* on the host's side without waking the worker (a wake-up
 while the host runs costs the host a GIL hand-over, ~0.1–0.2 ms on two cores), and the worker waits
 before each item, up to ``max_yield`` seconds per batch, so that metrics of earlier queries are
 computed between queries rather than competing for the GIL with the one being served. Held items
 are queued, in order, by :meth:`Dispatcher.wake` (the host went idle), by ``flush()``/``close()``,
-when a batch's worth is held, or by the worker itself once they are ``max_yield`` old (it looks
-once per ``max_yield``: a timed wait, not a poll). ``flush()`` and ``close()`` end the wait at once, and a host that is never idle still gets
-every batch delivered, at most ``max_yield`` later. The wait sleeps until :meth:`Dispatcher.wake`
-(the host went idle) or a flush, so a waiting worker costs no CPU. Between items the worker hands
-the GIL back to the host (``time.sleep(0)``) once it has run ``yield_every`` seconds since it last
-did, not after every item: a syscall per item cost more CPU (~14 µs) than most items take.
+when a batch's worth is held, or by the worker itself once they are ``max_yield`` old. ``flush()``
+and ``close()`` end the wait at once, and a host that is never idle still gets every batch
+delivered, at most about three times ``max_yield`` later. A waiting worker sleeps until
+:meth:`Dispatcher.wake` (the host went idle), a flush, or, with a host to give way to, a timed
+look once per ``max_yield`` (a timed wait, not a poll: one wake-up a second). Between items the
+worker hands the GIL back to the host (``time.sleep(0)``) once it has run ``yield_every`` seconds
+since it last did, not after every item: a syscall per item cost more CPU (~14 µs) than most items
+take.
 
 The worker never dies of what it runs: every item is run under ``run_item``, which contains
 exceptions, and anything that still escapes (``SystemExit`` from a hook, say) is counted and the
