@@ -5,7 +5,9 @@ The app is preloaded in the gunicorn master and forked into two workers; each in
 ``LightRAG`` instance and shares one SQLite store (``TRIAGE_STORE_URL``). Only the LLM, embedder and
 tokenizer are offline fakes (``TRIAGE_LIGHTRAG_FUNCS=triage_lightrag.testing:offline_server_functions``).
 Every request opens its own connection, so the kernel hands requests to either worker; feedback for
-a query the other worker answered must be accepted (the store holds that query's retrieval).
+a query the other worker answered must be accepted (the store holds that query's retrieval): when
+no feedback crossed by chance, one is made to, by stopping (SIGSTOP) the answering worker while it
+is posted.
 LightRAG surface relied on: ``--workers``, routes ``/health``, ``/documents/text``,
 ``/documents/track_status/{id}``, ``/query``; gunicorn's SIGTERM shutdown running each worker's
 lifespan end.
@@ -35,7 +37,6 @@ from triage_plugins.store import open_store  # noqa: E402
 FUNCS = "triage_lightrag.testing:offline_server_functions"
 DOC = "Christopher Nolan directed Inception. Inception was released in 2010. Christopher Nolan was born in London."
 MODES = ("local", "global", "hybrid", "mix", "naive", "hybrid")  # 6 queries
-EXTRA_PAIRS = 10
 BUDGET = 80.0  # seconds for the whole test, start to stop
 
 
@@ -103,7 +104,7 @@ def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tm
             start_new_session=True,
         )  # fmt: skip
         try:
-            ids, query_from = _drive(base, proc, deadline, log_path, local_servers)
+            ids, query_from = _drive(base, proc, deadline, log_path, local_servers, store_path)
         finally:
             stop(proc)
     text = log_path.read_text()
@@ -128,8 +129,21 @@ def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tm
     assert len(workers) == sum(1 for got in retrieved_by.values() if got & set(ids))
 
 
+def _answering_pid(store_path: Path, qid: str, deadline: Deadline, log: Path) -> int:
+    """The pid of the worker whose run recorded ``qid``'s retrieval (waits for it to be written)."""
+    while True:
+        if store_path.exists():
+            with open_store(store_path, readonly=True) as store:
+                pids = {r.id: r.config["pid"] for r in store.runs("lightrag-server")}
+                for run_id, pid in pids.items():
+                    if any(e.query_id == qid for e in store.events("retrieval", run_id=run_id)):
+                        return int(pid)
+        deadline.check(f"the retrieval of {qid} in the store", log)
+        time.sleep(0.05)
+
+
 def _drive(
-    base: str, proc: subprocess.Popen[bytes], deadline: Deadline, log: Path, servers: Any
+    base: str, proc: subprocess.Popen[bytes], deadline: Deadline, log: Path, servers: Any, store_path: Path
 ) -> tuple[list[str], list[str]]:
     """Wait for the server, upload, query once per mode, post feedback for each id."""
     servers.wait_http(proc, f"{base}/health", log, deadline.left(), "lightrag-gunicorn")
@@ -150,13 +164,17 @@ def _drive(
         ids.append(_query(base, mode, deadline, ids))
     for qid in ids:
         query_from.append(_feedback(base, qid, deadline))
-    # Which worker takes a connection is the kernel's choice: until one feedback reached the worker
-    # that did not answer its query, a few more query + feedback pairs (each ~1/2 likely to).
-    for _ in range(EXTRA_PAIRS):
-        if "store" in query_from:
-            break
+    # Which worker takes a connection is the kernel's choice (under load, often the one that just
+    # answered). Unless one feedback already crossed: one more query, and its feedback posted while
+    # the worker that answered it is stopped, so the other worker takes it.
+    if "store" not in query_from:
         ids.append(_query(base, "hybrid", deadline, ids))
-        query_from.append(_feedback(base, ids[-1], deadline))
+        pid = _answering_pid(store_path, ids[-1], deadline, log)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            query_from.append(_feedback(base, ids[-1], deadline))
+        finally:
+            os.kill(pid, signal.SIGCONT)
     r = request(
         "POST", f"{base}/triage/feedback", deadline, json={"query_id": "lightrag-0123456789-1", "score": 1.0}
     )
