@@ -85,3 +85,27 @@ def test_empty_batches_write_nothing(store: Store) -> None:
     assert store.record_events([]) == 0
     assert store.record_metrics(iter(())) == 0
     assert store.counts()["events"] == store.counts()["metrics"] == 0
+
+
+@pytest.mark.parametrize("allow_nan", [True, False])
+def test_row_json_is_json_dumps_with_the_stores_options(allow_nan):
+    import json
+    import math
+
+    from triage_plugins.store.rows import _dumps, _json_default
+
+    for value in (
+        {},
+        {"a": 1, "b": [1, 2.5, None], "c": "é\u2028\ud800"},
+        {"s": {3, 1}},
+        {"m": {"k": (1, 2)}},
+    ):
+        assert _dumps(value, "x", allow_nan=allow_nan) == json.dumps(
+            value, ensure_ascii=False, allow_nan=allow_nan, default=_json_default
+        )
+    special = {"x": math.inf, "n": math.nan}
+    if allow_nan:
+        assert _dumps(special, "x", allow_nan=True) == '{"x": Infinity, "n": NaN}'
+    else:
+        with pytest.raises(StoreError, match="x cannot be stored as JSON"):
+            _dumps(special, "x", allow_nan=False)

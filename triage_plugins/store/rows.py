@@ -123,9 +123,17 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
+# ``json.dumps(value, ensure_ascii=False, allow_nan=..., default=_json_default)``, the encoders built
+# once (``json.dumps`` with options builds one per call, ~0.7 µs of a metric row's ~2 µs).
+_ENCODERS = {
+    allow: json.JSONEncoder(ensure_ascii=False, allow_nan=allow, default=_json_default)
+    for allow in (True, False)
+}
+
+
 def _dumps(value: Any, what: str, *, allow_nan: bool) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, default=_json_default)
+        return _ENCODERS[allow_nan].encode(value)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} cannot be stored as JSON: {exc}") from None
 
