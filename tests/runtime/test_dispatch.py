@@ -433,7 +433,7 @@ def test_on_an_event_loop_back_to_back_queries_wake_no_worker_until_the_host_sta
             await asyncio.sleep(0.05)  # the settle timer fires meanwhile: the host is busy
             assert delivered == [] and manager.pending == 1
             assert len(manager._lanes["defaults"]._held) == 1  # still held: no worker was woken
-        await asyncio.sleep(0.05)  # now idle for longer than HOST_SETTLE: the worker runs
+        await asyncio.sleep(0.05)  # now idle for longer than SETTLE_SECONDS: the worker runs
         for _ in range(100):
             if delivered:
                 break

@@ -37,11 +37,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Dispatcher", "event_weight"]
+__all__ = ["SETTLE_SECONDS", "Dispatcher", "event_weight"]
 
 log = logging.getLogger("triage.dispatch")
 
 _STOP = object()
+
+SETTLE_SECONDS = 0.002  # how long the host must stay idle before delivery resumes
 
 
 def event_weight(event: Any) -> int:
@@ -61,6 +63,12 @@ def event_weight(event: Any) -> int:
         if isinstance(value, tuple):
             weight += len(value)
     return weight
+
+
+def _warn_dropped(dropped: int, just: int) -> None:
+    """Warn on the first drop and once per thousand after (``just`` = how many were dropped now)."""
+    if dropped == just or dropped // 1000 > (dropped - just) // 1000:
+        log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
 
 
 class Dispatcher:
@@ -93,7 +101,7 @@ class Dispatcher:
         max_yield: float = 1.0,
         yield_every: float = 0.001,
         on_batch_end: Callable[[], None] | None = None,
-        settle: float = 0.002,
+        settle: float = SETTLE_SECONDS,
     ) -> None:
         self._on_batch_end = on_batch_end
         self._settle = settle
@@ -158,8 +166,7 @@ class Dispatcher:
                     self._weight -= weight
             self.dropped += 1
             dropped = self.dropped
-        if dropped == 1 or dropped % 1000 == 0:
-            log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", dropped)
+        _warn_dropped(dropped, 1)
         return False
 
     def _holding(self) -> bool:
@@ -185,7 +192,7 @@ class Dispatcher:
                 lost += 1
         if lost:
             self.dropped += lost
-            log.warning("triage queue full: %d event(s) dropped so far (host not blocked)", self.dropped)
+            _warn_dropped(self.dropped, lost)
         return not lost
 
     def _ensure_worker(self) -> None:

@@ -58,7 +58,7 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
 )
 from triage_plugins.runtime.answers import InvalidAnswer, is_finite_real
-from triage_plugins.runtime.dispatch import Dispatcher, event_weight
+from triage_plugins.runtime.dispatch import SETTLE_SECONDS, Dispatcher, event_weight
 from triage_plugins.runtime.isolation import (
     ANSWER_CHECKS,
     DEFAULT_HOOK_BUDGET,
@@ -78,7 +78,6 @@ log = logging.getLogger("triage.manager")
 trace_log = logging.getLogger("triage.trace")
 
 ENTRY_POINT_GROUP = "triage"
-HOST_SETTLE = 0.002  # seconds the host must stay idle before the delivery workers are woken
 
 _NOTIFICATIONS: dict[str, type[Event]] = {
     "triage_extraction": ExtractionEvent,
@@ -504,7 +503,7 @@ class TriageManager:
                 self._host_went_idle()
 
     def _host_went_idle(self) -> None:
-        """Wake the workers once the host stays idle ``HOST_SETTLE`` seconds.
+        """Wake the workers once the host stays idle ``SETTLE_SECONDS``.
 
         On an event loop the check is a timer on that loop (the host's own thread, no thread
         wake-up): back-to-back queries never wake a worker mid-query. Without a running loop the
@@ -515,7 +514,7 @@ class TriageManager:
         except RuntimeError:
             self._wake_workers()
             return
-        loop.call_later(HOST_SETTLE, self._wake_if_idle)
+        loop.call_later(SETTLE_SECONDS, self._wake_if_idle)
 
     def _wake_if_idle(self) -> None:
         if self._host_idle.is_set():
