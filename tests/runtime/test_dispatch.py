@@ -413,6 +413,29 @@ def test_a_full_batch_held_is_queued_without_waiting_for_the_host():
     d.close(timeout=2)
 
 
+def test_submit_reports_its_own_item_when_an_earlier_held_one_is_lost_at_release():
+    import queue
+
+    idle = threading.Event()  # the host is busy: items are held
+    ran: list[int] = []
+    d = Dispatcher(ran.append, queue_size=10, batch_size=3, schedule_delay=0, yield_to=idle, max_yield=30.0)
+    put = d._queue.put_nowait
+
+    def put_nowait(queued):  # the queue is full for item 0 only (the worker freed room after it)
+        if queued[0] == 0:
+            raise queue.Full
+        put(queued)
+
+    d._queue.put_nowait = put_nowait
+    assert d.submit(0) and d.submit(1)  # held
+    assert d.submit(2) is True  # releases the batch: 0 is lost, 2 (this call's item) is queued
+    assert d.dropped == 1
+    idle.set()
+    d.wake()
+    assert d.flush(timeout=5) and ran == [1, 2]
+    d.close(timeout=2)
+
+
 def test_on_an_event_loop_back_to_back_queries_wake_no_worker_until_the_host_stays_idle():
     import asyncio
 

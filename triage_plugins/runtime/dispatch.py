@@ -156,7 +156,7 @@ class Dispatcher:
                     self._held.append((item, weight))
                     if len(self._held) < self._batch_size:
                         return True
-                    return self._release_locked()
+                    return self._release_locked()  # whether this item (the last held) was queued
                 if self._held:
                     self._release_locked()  # first, so that order is kept
                 try:
@@ -181,19 +181,23 @@ class Dispatcher:
                 self._release_locked()
 
     def _release_locked(self) -> bool:
-        """Move the held items into the queue (caller holds ``_lock``); ``False`` if some were dropped."""
+        """Move the held items into the queue, in order (caller holds ``_lock``); whether the last
+        one was queued (the others' losses are counted in :attr:`dropped`, not reported here)."""
         held, self._held = self._held, []
         lost = 0
+        queued = True
         for item, weight in held:
             try:
                 self._queue.put_nowait((item, weight))
+                queued = True
             except queue.Full:
                 self._weight -= weight
                 lost += 1
+                queued = False
         if lost:
             self.dropped += lost
             _warn_dropped(self.dropped, lost)
-        return not lost
+        return queued
 
     def _ensure_worker(self) -> None:
         thread = self._thread
