@@ -716,8 +716,8 @@ def store_prune(
 
     Needs --older-than or --keep-runs (with both, a run goes when either says so); nothing is
     deleted by default. Learned triple and chunk scores and learner parameters stay. A file that
-    is not a triage store is refused untouched. Prints how many runs, events, metric rows and
-    graph snapshots were deleted.
+    is not a triage store is refused untouched. Prints how many runs, events, metric rows, graph
+    snapshots and retrieved triples and chunks (stored once, shared by events) were deleted.
 
     Examples:
 
@@ -736,7 +736,8 @@ def store_prune(
     console.print(
         Text(
             f"pruned {path}: {deleted.get('runs', 0)} runs, {deleted.get('events', 0)} events, "
-            f"{deleted.get('metrics', 0)} metric rows, {deleted.get('blobs', 0)} graph snapshots"
+            f"{deleted.get('metrics', 0)} metric rows, {deleted.get('blobs', 0)} graph snapshots, "
+            f"{deleted.get('parts', 0)} retrieved triples and chunks no event names any more"
         ),
         soft_wrap=True,
     )

@@ -63,6 +63,7 @@ from triage_llamaindex.translate import (
     KnownGraph,
     build_known_graph,
     chunk_key,
+    chunk_of,
     graph_fingerprint,
     parse_triples,
     retriever_name,
@@ -329,7 +330,7 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
                     out.setdefault(chunk.id, chunk)
                 continue
             body = attached.chunk if attached is not None else text
-            chunk = Chunk(chunk_key(node_id, body), doc_id or node_id, body)
+            chunk = chunk_of(chunk_key(node_id, body), doc_id or node_id, body)
             out.setdefault(chunk.id, chunk)
         return tuple(out.values())
 

@@ -21,6 +21,7 @@ Targets llama-index-core 0.14.25.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sys
@@ -93,14 +94,35 @@ def entity_type(node: Any) -> str | None:
 
 
 def triple_of(subject: Any, relation: Any, obj: Any) -> Triple:
-    """The triage triple of one LlamaIndex triplet ``(EntityNode, Relation, EntityNode)``."""
-    return Triple.of(
-        subject.id,
-        relation.label,
-        obj.id,
-        subject_type=entity_type(subject),
-        object_type=entity_type(obj),
-    )
+    """The triage triple of one LlamaIndex triplet ``(EntityNode, Relation, EntityNode)``.
+
+    Triples are immutable, so a triplet retrieved again (queries over one graph retrieve the same
+    ones) reuses one object: it is validated, and its JSON written, once.
+    """
+    return _reused(_triple, subject.id, relation.label, obj.id, entity_type(subject), entity_type(obj))
+
+
+def _reused(build: Any, *args: Any) -> Any:
+    """``build(*args)`` from its memo when every argument is a string or ``None`` (else built anew:
+    the event's own checks then name what is wrong)."""
+    if all(a is None or type(a) is str for a in args):
+        return build(*args)
+    return build.__wrapped__(*args)
+
+
+@functools.lru_cache(maxsize=65536)
+def _triple(subject: str, predicate: str, obj: str, subject_type: str | None, object_type: str | None) -> Triple:
+    return Triple.of(subject, predicate, obj, subject_type=subject_type, object_type=object_type)
+
+
+@functools.lru_cache(maxsize=8192)
+def _chunk(chunk_id: str, doc_id: str, text: str) -> Chunk:
+    return Chunk(chunk_id, doc_id, text)
+
+
+def chunk_of(chunk_id: str, doc_id: str, text: str) -> Chunk:
+    """A retrieved chunk, one object per distinct chunk (see :func:`triple_of`)."""
+    return _reused(_chunk, chunk_id, doc_id, text)
 
 
 def store_triplets(store: Any) -> list[tuple[Any, Any, Any]]:
@@ -273,7 +295,8 @@ def node_chunks(nodes: Iterable[Any]) -> tuple[Chunk, ...]:
     out: dict[str, Chunk] = {}
     for scored in nodes:
         node = scored.node
-        out.setdefault(node.node_id, Chunk(node.node_id, node.ref_doc_id or node.node_id, node.get_content()))
+        if node.node_id not in out:
+            out[node.node_id] = chunk_of(node.node_id, node.ref_doc_id or node.node_id, node.get_content())
     return tuple(out.values())
 
 

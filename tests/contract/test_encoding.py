@@ -355,3 +355,60 @@ def test_numbers_are_written_as_json_writes_them():
         assert event.to_json() == reference_to_json(event)
         assert json.loads(event.to_json())["raw"] == value
     assert not math.isnan(json.loads(FeedbackEvent("f", "q", 0.5).to_json())["score"])
+
+
+# ----------------------------------------------------------------------------- shared parts and the memo
+
+
+def _split_round_trip(event: Event) -> None:
+    skeleton, parts = events.split_json(event)
+    assert events.join_json(skeleton, parts) == event.to_json() == reference_to_json(event)
+    assert set(events.part_keys(skeleton)) == set(parts)
+    if isinstance(event, RetrievalEvent):
+        assert len(events.part_keys(skeleton)) == len(event.subgraph.triples) + len(event.chunks)
+    else:
+        assert parts == {} and skeleton == event.to_json()
+
+
+@pytest.mark.parametrize("event", hand_made(), ids=lambda e: type(e).__name__)
+def test_hand_made_events_split_into_parts_and_join_back_byte_for_byte(event):
+    _split_round_trip(event)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_events)
+def test_generated_events_split_into_parts_and_join_back_byte_for_byte(event):
+    _split_round_trip(event)
+
+
+def test_a_part_mark_in_any_text_is_escaped_so_skeletons_split_exactly():
+    mark = events.PART_MARK
+    t = Triple(f"a{mark}b", mark, f"p{mark}", "o")
+    event = RetrievalEvent(
+        "f", f"q{mark}", mark * 3, subgraph=Subgraph((t,)), chunks=(Chunk("c", "d", mark),)
+    )
+    skeleton, parts = events.split_json(event)
+    assert skeleton.count(mark) == 4  # two references, nothing else raw
+    assert events.join_json(skeleton, parts) == json.dumps(reference_to_dict(event), ensure_ascii=False)
+
+
+def test_equal_parts_share_a_key_and_differing_parts_do_not():
+    a, b = Chunk("c", "d", "text"), Chunk("c", "d", "text")  # equal, two objects
+    c = Chunk("c", "d", "text!")
+    keys = [
+        events.part_keys(events.split_json(RetrievalEvent("f", "q", "?", chunks=(x,)))[0]) for x in (a, b, c)
+    ]
+    assert keys[0] == keys[1] != keys[2]
+
+
+def test_the_memo_is_bounded_and_encodings_stay_exact_across_its_resets(monkeypatch):
+    monkeypatch.setattr(events, "_FRAGMENT_BUDGET", 2_000)
+    monkeypatch.setattr(events, "_memo", events._Memo())
+    chunks = [Chunk(f"c{i}", "d", f"chunk {i} " * 30) for i in range(40)]
+    for i in range(200):
+        event = RetrievalEvent("f", f"q{i}", "?", chunks=tuple(chunks[i % 37 : i % 37 + 3]))
+        _split_round_trip(event)
+        assert events._memo.chars <= 2_000 + 3 * 300  # reset once past the budget (one event's worth over)
+    before = events._memo
+    event.to_json()
+    assert events._memo is before  # a memoized object is a lookup, not a new entry

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from triage_plugins.contract.errors import StoreError
-from triage_plugins.contract.events import FeedbackEvent, GraphEvent, RetrievalEvent, Subgraph, Triple
+from triage_plugins.contract.events import (
+    Chunk,
+    FeedbackEvent,
+    GraphEvent,
+    RetrievalEvent,
+    Subgraph,
+    Triple,
+    join_json,
+)
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.store import MetricRow, Store
 from triage_plugins.store.sqlite import _WRITE_CHUNK
@@ -55,7 +63,52 @@ def test_the_stored_text_is_the_events_json(store: Store) -> None:
         rows = db.execute(
             "SELECT COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob ORDER BY e.id"
         ).fetchall()
-    assert [r[0] for r in rows] == [e.to_json() for e in events]
+        parts = dict(db.execute("SELECT hash, json FROM parts"))
+    assert [join_json(r[0], parts) for r in rows] == [e.to_json() for e in events]
+    assert len(parts) == sum(len(e.subgraph.triples) for e in events if e.kind == "retrieval")
+
+
+def test_retrieved_triples_and_chunks_are_stored_once_however_often_retrieved(store: Store) -> None:
+    """A retrieval event is a skeleton naming its triples and chunks; each distinct one is one row of
+    ``parts`` (queries over one graph read the same ones again), and reading splices them back."""
+    triples = [Triple.of(f"E{i}", "r", f"E{i + 1}") for i in range(6)]
+    chunks = [Chunk(f"c{i}", "doc", f"chunk text {i} " * 50) for i in range(4)]
+    events = [
+        RetrievalEvent(
+            "f",
+            f"q{i}",
+            f"query {i}?",
+            subgraph=Subgraph(tuple(triples[i % 3 : i % 3 + 3])),
+            chunks=tuple(chunks[i % 2 :]),
+        )
+        for i in range(300)
+    ]
+    run = store.start_run("parts")
+    store.record_events(events[:150], run)
+    for event in events[150:]:
+        store.record_event(event, run)
+    assert store.counts()["parts"] == 5 + 4  # triples 0..4, chunks 0..3
+    assert list(store.events(run_id=run)) == events
+    assert [e.to_json() for e in store.events(run_id=run)] == [e.to_json() for e in events]
+    assert store.last_event("retrieval", framework="f", query_id="q299") == events[299]
+    path = store.path
+    store.close()
+    with sqlite3.connect(path) as db:
+        stored = sum(len(text) for (text,) in db.execute("SELECT json FROM events"))
+    assert stored < sum(len(e.to_json()) for e in events) / 5
+
+
+def test_an_event_naming_a_missing_part_is_a_clear_error(store: Store) -> None:
+    store.record_event(RetrievalEvent("f", "q1", "q?", subgraph=Subgraph((Triple.of("A", "r", "B"),))))
+    path = store.path
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM parts")
+    with (
+        Store.open(path) as again,
+        pytest.raises(StoreError, match="names part '[0-9a-f]{32}', which is not stored"),
+    ):
+        list(again.events())
 
 
 def test_a_failure_in_a_later_chunk_rolls_back_the_whole_batch(store: Store) -> None:

@@ -151,10 +151,10 @@ def test_prune_keeps_learned_scores_and_recent_runs(store):
     with pytest.raises(StoreError, match="older_than or keep_runs"):
         store.prune()
     deleted = store.prune(keep_runs=1)
-    assert deleted == {"events": 3, "metrics": 3, "runs": 3, "blobs": 3}
+    assert deleted == {"events": 3, "metrics": 3, "runs": 3, "blobs": 3, "parts": 0}
     assert [r.id for r in store.runs()] == runs[-1:]
     assert store.get_scores("triple")["t1"].raw == 105.0 and store.get_param("alpha") == 0.4
-    assert store.prune(older_than=3600) == {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
+    assert store.prune(older_than=3600) == {"events": 0, "metrics": 0, "runs": 0, "blobs": 0, "parts": 0}
     assert store.prune(older_than=0)["runs"] == 1
 
 
@@ -209,3 +209,23 @@ def test_nested_transactions_roll_back_only_the_inner_part(store):
             store.add_score("triple", "inner", 1.0)
             raise RuntimeError("undo inner")
     assert set(store.get_scores("triple")) == {"outer"}
+
+
+def test_retrieval_events_share_their_triples_and_chunks_and_prune_keeps_the_named_ones(store):
+    """Each distinct retrieved triple and chunk is one row of ``parts`` in every backend; reading
+    splices them back byte for byte; pruning deletes only those no remaining event names."""
+    from triage_plugins.contract.events import Chunk, RetrievalEvent, Subgraph, Triple
+
+    a, b, c = (Triple.of(f"E{i}", "r", f"E{i + 1}") for i in range(3))
+    chunk = Chunk("c1", "doc", "a chunk's text \u2028 with \"quotes\" " * 20)
+    old, new = store.start_run("old"), store.start_run("new")
+    first = RetrievalEvent("f", "q1", "q?", subgraph=Subgraph((a, b)), chunks=(chunk,))
+    second = RetrievalEvent("f", "q2", "q?", subgraph=Subgraph((b, c)), chunks=(chunk,))
+    store.record_events([first, first], old)
+    store.record_event(second, new)
+    assert store.counts()["parts"] == 4
+    assert [e.to_json() for e in store.events()] == [first.to_json(), first.to_json(), second.to_json()]
+    assert store.last_event("retrieval", framework="f", query_id="q2") == second
+    assert store.delete_run(old)["parts"] == 1  # a; b and the chunk are still named by q2
+    assert store.counts()["parts"] == 3
+    assert list(store.events()) == [second]

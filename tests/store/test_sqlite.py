@@ -104,7 +104,7 @@ def test_open_by_path_url_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert nested.is_file()
         assert s.path == nested
         assert s.url == f"sqlite:///{nested.resolve()}"
-        assert s.schema_version == SCHEMA_VERSION == 4
+        assert s.schema_version == SCHEMA_VERSION == 5
         s.set_param("x", 1)
     # sqlite:////absolute (SQLAlchemy convention) reopens the same file
     with Store.open(f"sqlite:///{nested}") as s:
@@ -207,7 +207,7 @@ def test_empty_file_is_migrated(tmp_path: Path) -> None:
     empty.touch()
     with Store.open(empty) as s:
         assert s.schema_version == SCHEMA_VERSION
-        assert s.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0, "blobs": 0}
+        assert s.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0, "blobs": 0, "parts": 0}
 
 
 def test_version_1_file_is_migrated_keeping_its_data(tmp_path: Path) -> None:
@@ -597,7 +597,7 @@ def test_failing_batches_roll_back(store: Store) -> None:
         store.record_metrics(
             [MetricRow("query", "q", "ERC", 1.0), MetricRow("query", "q", "ERC", 1.0, run_id="x")]
         )
-    assert store.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0, "blobs": 0}
+    assert store.counts() == {"runs": 0, "events": 0, "metrics": 0, "scores": 0, "params": 0, "blobs": 0, "parts": 0}
 
 
 def test_nested_transaction_failure_undoes_only_the_inner_part(store: Store) -> None:
@@ -637,13 +637,13 @@ def test_runs_params_counts_and_delete(store: Store) -> None:
     store.set_param("alpha", {"value": 0.25, "history": [0.5, 0.25]})
     assert store.get_param("alpha") == {"value": 0.25, "history": [0.5, 0.25]}
     assert store.get_param("missing", default=7) == 7
-    assert store.counts() == {"runs": 2, "events": 2, "metrics": 1, "scores": 1, "params": 1, "blobs": 0}
+    assert store.counts() == {"runs": 2, "events": 2, "metrics": 1, "scores": 1, "params": 1, "blobs": 0, "parts": 0}
     (demo,) = store.runs("demo")
     assert demo.id == run and dict(demo.config) == {"seed": 3} and demo.ended_at is None
     store.end_run(run)
     assert store.runs("demo")[0].ended_at is not None
-    assert store.delete_run(run) == {"events": 1, "metrics": 1, "runs": 1, "blobs": 0}
-    assert store.counts() == {"runs": 1, "events": 1, "metrics": 0, "scores": 1, "params": 1, "blobs": 0}
+    assert store.delete_run(run) == {"events": 1, "metrics": 1, "runs": 1, "blobs": 0, "parts": 0}
+    assert store.counts() == {"runs": 1, "events": 1, "metrics": 0, "scores": 1, "params": 1, "blobs": 0, "parts": 0}
     with pytest.raises(StoreError, match="JSON"):
         store.set_param("alpha", math.nan)
     with pytest.raises(StoreError, match="unknown run id"):

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from hashlib import blake2b as _blake2b
 from json.encoder import encode_basestring
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -45,6 +46,9 @@ __all__ = [
     "Triple",
     "from_dict",
     "from_json",
+    "join_json",
+    "part_keys",
+    "split_json",
 ]
 
 FeedbackSource = Literal["llm", "human", "gold"]
@@ -250,8 +254,10 @@ class Subgraph:
     def to_dict(self) -> dict[str, Any]:
         return {"triples": [t.to_dict() for t in self.triples], "nodes": list(self.nodes)}
 
-    def _json(self) -> str:
-        return f'{{"triples": {_triples(self.triples)}, "nodes": {_strs(self.nodes)}}}'
+    def _json(self, parts: Callable[[tuple], list[str]] | None = None) -> str:
+        """The JSON text; ``parts`` writes the triples (default: their memoized texts, :func:`_texts`)."""
+        triples = "[" + ", ".join((parts or _texts)(self.triples)) + "]"
+        return f'{{"triples": {triples}, "nodes": {_strs(self.nodes)}}}'
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Subgraph:
@@ -642,16 +648,17 @@ class RetrievalEvent(Event):
             "gold": None if self.gold is None else self.gold.to_dict(),
         }
 
-    def _json(self) -> str:
+    def _json(self, parts: Callable[[tuple], list[str]] | None = None) -> str:
+        """The JSON text; ``parts`` writes the triples and chunks (default: :func:`_texts`)."""
         paths = "[" + ", ".join([p._json() for p in self.paths]) + "]"
-        chunks = "[" + ", ".join([c._json() for c in self.chunks]) + "]"
+        chunks = "[" + ", ".join((parts or _texts)(self.chunks)) + "]"
         return _RETRIEVAL_JSON % (
             _str(self.framework),
             _str(self.query_id),
             _str(self.query),
             _strs(self.mentions),
             _grounding(self.grounding),
-            self.subgraph._json(),
+            self.subgraph._json(parts),
             paths,
             chunks,
             _number(self.expanded_nodes),
@@ -979,6 +986,103 @@ def _graph_json(graph: GraphView) -> str:
         f'{{"triples": {_triples(graph.triples)}, "nodes": {_strs(graph.nodes)}, '
         f'"labels": {_grounding(graph.labels)}, "sources": {{{sources}}}}}'
     )
+
+
+# ---------------------------------------------------------------- shared fragments (DESIGN §6)
+
+# Adapters reuse one Triple / Chunk object for an edge or chunk they read again (every query reads
+# the same graph), so each object's JSON text (and part key) is written once and kept here by id(),
+# with the object itself: while its entry lives the object does too, so no other object can have its
+# id. Bounded by the characters held: past the budget a new memo starts. Lookups map over a whole
+# tuple of objects at once (C-level dict gets), so a memoized part costs no Python call.
+_FRAGMENT_BUDGET = 8_000_000  # characters of JSON text held (plus the objects they belong to)
+
+
+class _Memo:
+    __slots__ = ("chars", "keys", "objs", "refs", "texts")
+
+    def __init__(self) -> None:
+        self.objs: dict[int, Any] = {}  # id -> the object (keeps the id taken)
+        self.texts: dict[int, str] = {}  # id -> JSON text
+        self.keys: dict[int, str] = {}  # id -> part key
+        self.refs: dict[int, str] = {}  # id -> PART_MARK key PART_MARK
+        self.chars = 0
+
+
+_memo = _Memo()
+
+#: Marks a shared part's key in a JSON skeleton. JSON text never holds it raw (json escapes every
+#: control character), so a skeleton is told from a whole text, and split, without parsing.
+PART_MARK = "\x01"
+
+
+def _fill(objs: tuple[Any, ...], keyed: bool) -> _Memo:
+    """The memo, with every object of ``objs`` in it (and its part key, if ``keyed``)."""
+    global _memo
+    memo = _memo
+    if memo.chars > _FRAGMENT_BUDGET:
+        memo = _memo = _Memo()
+    for obj in objs:
+        i = id(obj)
+        text = memo.texts.get(i)
+        if text is None:
+            text = obj._json()
+            memo.objs[i] = obj
+            memo.texts[i] = text
+            memo.chars += len(text)
+        if keyed and i not in memo.refs:
+            key = _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+            memo.keys[i] = key
+            memo.refs[i] = PART_MARK + key + PART_MARK
+    return memo
+
+
+def _texts(objs: tuple[Any, ...]) -> list[str]:
+    """The JSON texts of triples or chunks, each written once per object."""
+    memo = _memo
+    ids = list(map(id, objs))
+    texts = list(map(memo.texts.get, ids))
+    if None in texts:
+        texts = list(map(_fill(objs, False).texts.get, ids))
+    return texts
+
+
+def split_json(event: Event) -> tuple[str, dict[str, str]]:
+    """``event.to_json()`` with each retrieved triple and chunk replaced by ``PART_MARK key PART_MARK``.
+
+    Returns the skeleton and ``{key: part text}``; the key is the BLAKE2b-128 hex digest of the part's
+    UTF-8 bytes, so equal parts share a key in every process. :func:`join_json` puts the text back,
+    byte for byte. Events of other kinds are returned whole, with no parts.
+    """
+    if not isinstance(event, RetrievalEvent):
+        return event.to_json(), {}
+    parts: dict[str, str] = {}
+
+    def refs(objs: tuple[Any, ...]) -> list[str]:
+        memo = _memo
+        ids = list(map(id, objs))
+        out = list(map(memo.refs.get, ids))
+        if None in out:
+            memo = _fill(objs, True)
+            out = list(map(memo.refs.get, ids))
+        parts.update(zip(map(memo.keys.get, ids), map(memo.texts.get, ids), strict=True))
+        return out
+
+    return event._json(refs), parts
+
+
+def part_keys(skeleton: str) -> list[str]:
+    """The part keys a skeleton of :func:`split_json` names (none for a whole JSON text)."""
+    return skeleton.split(PART_MARK)[1::2] if PART_MARK in skeleton else []
+
+
+def join_json(skeleton: str, parts: Mapping[str, str]) -> str:
+    """The JSON text a :func:`split_json` skeleton stands for; ``KeyError`` names a missing part."""
+    if PART_MARK not in skeleton:
+        return skeleton
+    pieces = skeleton.split(PART_MARK)
+    pieces[1::2] = [parts[key] for key in pieces[1::2]]
+    return "".join(pieces)
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

@@ -124,6 +124,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 4: the newest score change per unit is one index lookup (bounded-staleness checks)
         "CREATE INDEX scores_by_update ON scores (unit, updated_at)",
     ),
+    (  # 5: retrieval events as skeletons; each retrieved triple and chunk stored once (sql.py)
+        "CREATE TABLE parts (hash TEXT PRIMARY KEY, json TEXT NOT NULL)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -426,15 +429,14 @@ class PostgresStore(SQLStore):
         "VALUES (%s, %s, %s, %s, %s, %s, %s)"
     )
     _INSERT_BLOB = "INSERT INTO blobs (hash, json) VALUES (%s, %s) ON CONFLICT (hash) DO NOTHING"
+    _INSERT_PART = "INSERT INTO parts (hash, json) VALUES (%s, %s) ON CONFLICT (hash) DO NOTHING"
 
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
-        *columns, blob, text = row
         with self._tx() as conn:
-            if blob is not None:
-                self._write(conn, self._INSERT_BLOB, (blob, text))
-            cur = self._write(conn, self._INSERT_EVENT + " RETURNING id", (*columns, blob))
+            self._write_shared(conn, [row])
+            cur = self._write(conn, self._INSERT_EVENT + " RETURNING id", row[:7])
             return int(cur.fetchone()[0])
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
@@ -444,12 +446,23 @@ class PostgresStore(SQLStore):
         with self._tx() as conn:
             for chunk in _chunks(events):
                 rows = [self._event_row(event, run_id, now) for event in chunk]
-                blobs = {row[6]: row[7] for row in rows if row[6] is not None}
-                if blobs:
-                    self._write(conn, self._INSERT_BLOB, list(blobs.items()), many=True)
+                self._write_shared(conn, rows)
                 self._write(conn, self._INSERT_EVENT, [row[:7] for row in rows], many=True)
                 count += len(rows)
         return count
+
+    def _write_shared(self, conn: Any, rows: list[tuple]) -> None:
+        """The rows' distinct blobs and parts, before the events that name them."""
+        blobs, parts = self._shared(rows)
+        if blobs:
+            self._write(conn, self._INSERT_BLOB, blobs, many=True)
+        if parts:
+            self._write(conn, self._INSERT_PART, parts, many=True)
+
+    def _lock_parts(self, conn: Any) -> None:
+        """Writers of parts (ROW EXCLUSIVE) wait until the pruning transaction ends, so no event can
+        name a part deleted under it (the scan that follows sees every committed event)."""
+        conn.execute("LOCK TABLE parts IN SHARE ROW EXCLUSIVE MODE")
 
     # ------------------------------------------------------------------ metrics
 

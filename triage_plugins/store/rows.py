@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["SCOPES", "TABLES", "MetricRow", "RunRow", "ScoreRow"]
 
 SCOPES: tuple[str, ...] = ("chunk", "graph", "query")
-TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params", "blobs")
+TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params", "blobs", "parts")
 
 # --------------------------------------------------------------------------- rows
 

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from triage_plugins.contract.errors import EventError, StoreError
-from triage_plugins.contract.events import EVENT_TYPES, Event, from_json
+from triage_plugins.contract.events import EVENT_TYPES, Event, from_json, join_json, part_keys, split_json
 from triage_plugins.store.rows import SCOPES, TABLES, MetricRow, RunRow, _dumps, _finite, _need_text
 
 __all__ = ["DEDUPLICATED_KINDS", "PAGE", "SQLStore"]
@@ -28,6 +28,7 @@ PAGE = 500  # rows per page when iterating events; ids per IN (...) query
 DEDUPLICATED_KINDS: frozenset[str] = frozenset({"graph"})
 
 _EVENT_SQL = "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob WHERE "
+_PART_CACHE = 50_000  # parts held while iterating events (a page's parts are fetched in one query)
 
 
 class SQLStore:
@@ -108,7 +109,7 @@ class SQLStore:
         return self._delete_runs(sorted(doomed))
 
     def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
-        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0}
+        out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0, "parts": 0}
         with self._tx() as conn:
             for run_id in run_ids:
                 out["events"] += conn.execute(
@@ -121,16 +122,41 @@ class SQLStore:
             out["blobs"] = conn.execute(
                 "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.blob = blobs.hash)"
             ).rowcount
+            if out["events"]:
+                out["parts"] = self._delete_unused_parts(conn)
         return out
+
+    def _lock_parts(self, conn: Any) -> None:
+        """Hold off writers of ``parts`` until the caller's transaction ends (SQLite: its write lock)."""
+
+    def _delete_unused_parts(self, conn: Any) -> int:
+        """Delete the shared parts no stored event names (a scan of the retrieval events)."""
+        self._lock_parts(conn)
+        used: set[str] = set()
+        for (text,) in conn.execute("SELECT json FROM events WHERE kind = 'retrieval'"):
+            used.update(part_keys(text))
+        doomed = [key for (key,) in conn.execute("SELECT hash FROM parts") if key not in used]
+        sql = "DELETE FROM parts WHERE hash IN ({})"
+        for start in range(0, len(doomed), PAGE):
+            keys = doomed[start : start + PAGE]
+            conn.execute(self._q(sql.format(", ".join("?" * len(keys)))), keys)
+        return len(doomed)
 
     # ------------------------------------------------------------------ rows written alike
 
     @staticmethod
     def _event_row(event: Event, run_id: str | None, ts: float) -> tuple:
+        """``(run_id, kind, framework, query_id, ts, json, blob, blob text, parts)`` of one event.
+
+        A graph event's text goes to ``blobs`` once per distinct graph; a retrieval event is stored
+        as a skeleton naming its triples and chunks, each kept once in ``parts``
+        (:func:`~triage_plugins.contract.events.split_json`): queries over one graph retrieve the
+        same ones again and again, so their text is written once, not once per query.
+        """
         if not isinstance(event, Event):
             raise StoreError(f"record_event expects a triage event, got {type(event).__name__}")
         try:
-            text = event.to_json()
+            text, parts = split_json(event)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
         blob = None
@@ -145,7 +171,18 @@ class SQLStore:
             "" if blob else text,
             blob,
             text,
+            parts,
         )
+
+    @staticmethod
+    def _shared(rows: list[tuple]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The distinct blobs and parts of event rows, each sorted by key (concurrent writers of
+        PostgreSQL then take their key locks in one order)."""
+        blobs = {row[6]: row[7] for row in rows if row[6] is not None}
+        parts: dict[str, str] = {}
+        for row in rows:
+            parts.update(row[8])
+        return sorted(blobs.items()), sorted(parts.items())
 
     @staticmethod
     def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:
@@ -233,13 +270,26 @@ class SQLStore:
     def _iter_events(self, where: str, params: list[Any]) -> Iterator[Event]:
         last = 0
         sql = self._q(f"{_EVENT_SQL}{where} ORDER BY e.id LIMIT {PAGE}")
+        parts: dict[str, str] = {}
         while True:
             rows = self._read(sql, [last, *params])
+            self._fetch_parts(rows, parts)
             for row_id, text in rows:
-                yield self._rebuild(row_id, text)
+                yield self._rebuild(row_id, text, parts)
             if len(rows) < PAGE:
                 return
             last = rows[-1][0]
+
+    def _fetch_parts(self, rows: list[tuple], parts: dict[str, str]) -> None:
+        """Add to ``parts`` those the rows' skeletons name (one query per ``PAGE`` keys)."""
+        need = {key for _, text in rows for key in part_keys(text)}
+        if len(parts) + len(need) > _PART_CACHE:
+            parts.clear()
+        missing = sorted(need.difference(parts))
+        sql = "SELECT hash, json FROM parts WHERE hash IN ({})"
+        for start in range(0, len(missing), PAGE):
+            keys = missing[start : start + PAGE]
+            parts.update(self._read(self._q(sql.format(", ".join("?" * len(keys)))), keys))
 
     def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
         """The most recently recorded event of ``kind`` for one query (one indexed lookup), or ``None``."""
@@ -249,12 +299,20 @@ class SQLStore:
             sql += " AND e.framework = ?"
             params.append(framework)
         rows = self._read(self._q(sql + " ORDER BY e.id DESC LIMIT 1"), params)
-        return self._rebuild(*rows[0]) if rows else None
+        if not rows:
+            return None
+        parts: dict[str, str] = {}
+        self._fetch_parts(rows, parts)
+        return self._rebuild(*rows[0], parts)
 
     @staticmethod
-    def _rebuild(row_id: int, text: str) -> Event:
+    def _rebuild(row_id: int, text: str, parts: Mapping[str, str]) -> Event:
         try:
-            return from_json(text)
+            return from_json(join_json(text, parts))
+        except KeyError as exc:
+            raise StoreError(
+                f"stored event {row_id} names part {exc.args[0]!r}, which is not stored"
+            ) from None
         except EventError as exc:
             raise StoreError(f"stored event {row_id} cannot be rebuilt: {exc}") from None
 
@@ -309,5 +367,5 @@ class SQLStore:
         return json.loads(rows[0][0]) if rows else default
 
     def counts(self) -> dict[str, int]:
-        """Rows per table: runs, events, metrics, scores, params, blobs."""
+        """Rows per table: runs, events, metrics, scores, params, blobs, parts."""
         return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}

@@ -160,6 +160,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 4: the newest score change per unit is one index lookup (bounded-staleness checks)
         "CREATE INDEX scores_by_update ON scores (unit, updated_at)",
     ),
+    (  # 5: retrieval events as skeletons; each retrieved triple and chunk stored once (sql.py)
+        """CREATE TABLE parts (
+            hash TEXT PRIMARY KEY,
+            json TEXT NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -598,35 +604,38 @@ class SQLiteStore(SQLStore):
         "INSERT INTO events (run_id, kind, framework, query_id, ts, json, blob) VALUES (?, ?, ?, ?, ?, ?, ?)"
     )
     _INSERT_BLOB = "INSERT INTO blobs (hash, json) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING"
+    _INSERT_PART = "INSERT INTO parts (hash, json) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING"
 
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
         with self._tx() as db:
-            return int(self._insert_event(db, row, run_id).lastrowid)
+            return int(self._insert_events(db, [row], run_id).lastrowid)
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
         """Store many events in one transaction (all or none); returns how many were written.
 
-        Rows are inserted by prepared statements (``executemany``), ``_WRITE_CHUNK`` at a time.
+        Rows are inserted by prepared statements (``executemany``), ``_WRITE_CHUNK`` at a time; each
+        distinct blob and part of a chunk of events once.
         """
         now = time.time()
         count = 0
         with self._tx() as db:
             for chunk in _chunks(events):
                 rows = [self._event_row(event, run_id, now) for event in chunk]
-                blobs = {row[6]: row[7] for row in rows if row[6] is not None}
-                if blobs:
-                    self._insert(db, self._INSERT_BLOB, blobs.items(), run_id, many=True)
-                self._insert(db, self._INSERT_EVENT, [row[:7] for row in rows], run_id, many=True)
+                self._insert_events(db, rows, run_id)
                 count += len(rows)
         return count
 
-    def _insert_event(self, db: sqlite3.Connection, row: tuple, run_id: str | None) -> sqlite3.Cursor:
-        *columns, blob, text = row
-        if blob is not None:
-            self._insert(db, self._INSERT_BLOB, (blob, text), run_id)
-        return self._insert(db, self._INSERT_EVENT, (*columns, blob), run_id)
+    def _insert_events(self, db: sqlite3.Connection, rows: list[tuple], run_id: str | None) -> sqlite3.Cursor:
+        blobs, parts = self._shared(rows)
+        if blobs:
+            self._insert(db, self._INSERT_BLOB, blobs, run_id, many=True)
+        if parts:
+            self._insert(db, self._INSERT_PART, parts, run_id, many=True)
+        if len(rows) == 1:
+            return self._insert(db, self._INSERT_EVENT, rows[0][:7], run_id)
+        return self._insert(db, self._INSERT_EVENT, [row[:7] for row in rows], run_id, many=True)
 
     def _insert(
         self,
