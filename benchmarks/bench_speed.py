@@ -175,7 +175,7 @@ def _old_batch(store: Any, events: list[Event]) -> None:
     now = time.time()
     with store._tx() as db:
         for event in events:
-            store._insert_events(db, [store._event_row(event, None, now)], None)
+            store._insert_events(db, [store._event_row(event, None, now)], None, [])
 
 
 def _write_all(store: Any, events: list[Event], how: str) -> None:

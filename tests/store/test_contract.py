@@ -217,7 +217,7 @@ def test_retrieval_events_share_their_triples_and_chunks_and_prune_keeps_the_nam
     from triage_plugins.contract.events import Chunk, RetrievalEvent, Subgraph, Triple
 
     a, b, c = (Triple.of(f"E{i}", "r", f"E{i + 1}") for i in range(3))
-    chunk = Chunk("c1", "doc", "a chunk's text \u2028 with \"quotes\" " * 20)
+    chunk = Chunk("c1", "doc", 'a chunk\'s text \u2028 with "quotes" ' * 20)
     old, new = store.start_run("old"), store.start_run("new")
     first = RetrievalEvent("f", "q1", "q?", subgraph=Subgraph((a, b)), chunks=(chunk,))
     second = RetrievalEvent("f", "q2", "q?", subgraph=Subgraph((b, c)), chunks=(chunk,))
@@ -229,3 +229,39 @@ def test_retrieval_events_share_their_triples_and_chunks_and_prune_keeps_the_nam
     assert store.delete_run(old)["parts"] == 1  # a; b and the chunk are still named by q2
     assert store.counts()["parts"] == 3
     assert list(store.events()) == [second]
+
+
+def test_a_part_pruned_by_another_store_object_is_written_again_by_one_that_wrote_it_before(store):
+    """A store object does not send a part it knows it stored; a prune (here through a second
+    object over the same store) makes it forget, so an event never names a pruned part."""
+    from triage_plugins.contract.events import RetrievalEvent, Subgraph, Triple
+
+    a, b = Triple.of("A", "r", "B"), Triple.of("B", "r", "C")
+    old, new = store.start_run("old"), store.start_run("new")
+    store.record_event(RetrievalEvent("f", "q1", "?", subgraph=Subgraph((a,))), old)
+    store.record_event(RetrievalEvent("f", "q2", "?", subgraph=Subgraph((b,))), new)
+    in_memory = store.path is None and not store.url.startswith("postgres")
+    other = store if in_memory else open_store(store.url)  # a second object where it can have one
+    try:
+        assert other.delete_run(old)["parts"] == 1
+    finally:
+        if other is not store:
+            other.close()
+    assert store.counts()["parts"] == 1
+    store.record_event(RetrievalEvent("f", "q3", "?", subgraph=Subgraph((a, b))), new)
+    assert store.counts()["parts"] == 2  # a is stored again, not only named
+    assert [e.query_id for e in store.events()] == ["q2", "q3"]
+    assert list(store.events())[-1].subgraph.triples == (a, b)
+
+
+def test_parts_of_a_rolled_back_transaction_are_not_taken_as_stored(store):
+    from triage_plugins.contract.events import RetrievalEvent, Subgraph, Triple
+
+    a = Triple.of("A", "r", "B")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.record_event(RetrievalEvent("f", "q1", "?", subgraph=Subgraph((a,))))
+        raise RuntimeError("roll back")
+    assert store.counts()["parts"] == 0
+    store.record_event(RetrievalEvent("f", "q2", "?", subgraph=Subgraph((a,))))
+    assert store.counts()["parts"] == 1
+    assert [e.subgraph.triples for e in store.events()] == [(a,)]

@@ -126,6 +126,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (  # 5: retrieval events as skeletons; each retrieved triple and chunk stored once (sql.py)
         "CREATE TABLE parts (hash TEXT PRIMARY KEY, json TEXT NOT NULL)",
+        "CREATE TABLE parts_pruned (n INTEGER NOT NULL)",  # bumped when prune deletes parts
+        "INSERT INTO parts_pruned (n) VALUES (0)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -434,30 +436,52 @@ class PostgresStore(SQLStore):
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
+        written: list[str] = []
+        nested = self._nested()
         with self._tx() as conn:
-            self._write_shared(conn, [row])
+            self._write_shared(conn, [row], written)
             cur = self._write(conn, self._INSERT_EVENT + " RETURNING id", row[:7])
-            return int(cur.fetchone()[0])
+            row_id = int(cur.fetchone()[0])
+        if not nested:
+            self._parts_committed(written)
+        return row_id
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
         """Store many events in one transaction (all or none); returns how many were written."""
         now = time.time()
         count = 0
+        written: list[str] = []
+        nested = self._nested()
         with self._tx() as conn:
             for chunk in _chunks(events):
                 rows = [self._event_row(event, run_id, now) for event in chunk]
-                self._write_shared(conn, rows)
+                self._write_shared(conn, rows, written)
                 self._write(conn, self._INSERT_EVENT, [row[:7] for row in rows], many=True)
                 count += len(rows)
+        if not nested:
+            self._parts_committed(written)
         return count
 
-    def _write_shared(self, conn: Any, rows: list[tuple]) -> None:
-        """The rows' distinct blobs and parts, before the events that name them."""
+    def _write_shared(self, conn: Any, rows: list[tuple], written: list[str]) -> None:
+        """The rows' distinct blobs and the parts not known stored (keys into ``written``), before
+        the events that name them."""
         blobs, parts = self._shared(rows)
         if blobs:
             self._write(conn, self._INSERT_BLOB, blobs, many=True)
         if parts:
-            self._write(conn, self._INSERT_PART, parts, many=True)
+            parts = self._unknown_parts(conn, parts)
+            if parts:
+                self._write(conn, self._INSERT_PART, parts, many=True)
+                written.extend(key for key, _ in parts)
+
+    def _nested(self) -> bool:
+        return getattr(self._local, "conn", None) is not None
+
+    def _hold_parts(self, conn: Any) -> None:
+        """A writer naming parts holds ROW EXCLUSIVE on ``parts`` (as its inserts would) before it
+        reads ``parts_pruned``: a prune running waits for it, or it waits for the prune and sees
+        its count."""
+        conn.execute("LOCK TABLE parts IN ROW EXCLUSIVE MODE")
 
     def _lock_parts(self, conn: Any) -> None:
         """Writers of parts (ROW EXCLUSIVE) wait until the pruning transaction ends, so no event can

@@ -126,8 +126,40 @@ class SQLStore:
                 out["parts"] = self._delete_unused_parts(conn)
         return out
 
+    # ------------------------------------------------------------------ shared parts
+
+    # Each store object remembers the part keys it wrote (committed), so a part retrieved again is
+    # not sent again. Pruning bumps ``parts_pruned``; a writer reads it in its write transaction,
+    # after the lock that orders it with pruning (:meth:`_lock_parts` / :meth:`_hold_parts`), and
+    # forgets what it knew when it changed: no event can name a part pruned under it.
+    _KNOWN_PARTS = 200_000  # keys remembered per store object (forgotten all at once past it)
+
     def _lock_parts(self, conn: Any) -> None:
         """Hold off writers of ``parts`` until the caller's transaction ends (SQLite: its write lock)."""
+
+    def _hold_parts(self, conn: Any) -> None:
+        """Order this write transaction with pruning (SQLite: its write lock already does)."""
+
+    def _nested(self) -> bool:  # pragma: no cover - each backend's own
+        """Whether a write now runs inside an open transaction of this thread (it may yet roll back)."""
+        raise NotImplementedError
+
+    def _unknown_parts(self, conn: Any, parts: dict[str, str]) -> list[tuple[str, str]]:
+        """The parts this store object does not know to be stored (inside the write transaction),
+        sorted by key (concurrent writers of PostgreSQL then take their key locks in one order)."""
+        self._hold_parts(conn)
+        (pruned,) = conn.execute("SELECT n FROM parts_pruned").fetchone()
+        known: set[str] | None = getattr(self, "_known", None)
+        if known is None or pruned != self._known_pruned or len(known) > self._KNOWN_PARTS:
+            known = self._known = set()
+            self._known_pruned = pruned
+        return sorted((key, parts[key]) for key in parts.keys() - known)
+
+    def _parts_committed(self, keys: list[str]) -> None:
+        """Remember part keys whose transaction committed."""
+        known = getattr(self, "_known", None)
+        if known is not None:
+            known.update(keys)
 
     def _delete_unused_parts(self, conn: Any) -> int:
         """Delete the shared parts no stored event names (a scan of the retrieval events)."""
@@ -140,6 +172,8 @@ class SQLStore:
         for start in range(0, len(doomed), PAGE):
             keys = doomed[start : start + PAGE]
             conn.execute(self._q(sql.format(", ".join("?" * len(keys)))), keys)
+        if doomed:
+            conn.execute("UPDATE parts_pruned SET n = n + 1")
         return len(doomed)
 
     # ------------------------------------------------------------------ rows written alike
@@ -175,14 +209,13 @@ class SQLStore:
         )
 
     @staticmethod
-    def _shared(rows: list[tuple]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """The distinct blobs and parts of event rows, each sorted by key (concurrent writers of
-        PostgreSQL then take their key locks in one order)."""
+    def _shared(rows: list[tuple]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """The distinct blobs (sorted by key) and parts of event rows."""
         blobs = {row[6]: row[7] for row in rows if row[6] is not None}
         parts: dict[str, str] = {}
         for row in rows:
             parts.update(row[8])
-        return sorted(blobs.items()), sorted(parts.items())
+        return sorted(blobs.items()), parts
 
     @staticmethod
     def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:

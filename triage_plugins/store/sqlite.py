@@ -165,6 +165,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             hash TEXT PRIMARY KEY,
             json TEXT NOT NULL
         ) WITHOUT ROWID""",
+        "CREATE TABLE parts_pruned (n INTEGER NOT NULL)",  # bumped when prune deletes parts
+        "INSERT INTO parts_pruned (n) VALUES (0)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -609,8 +611,13 @@ class SQLiteStore(SQLStore):
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
+        written: list[str] = []
+        nested = self._nested()
         with self._tx() as db:
-            return int(self._insert_events(db, [row], run_id).lastrowid)
+            row_id = int(self._insert_events(db, [row], run_id, written).lastrowid)
+        if not nested:
+            self._parts_committed(written)
+        return row_id
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
         """Store many events in one transaction (all or none); returns how many were written.
@@ -620,22 +627,35 @@ class SQLiteStore(SQLStore):
         """
         now = time.time()
         count = 0
+        written: list[str] = []
+        nested = self._nested()
         with self._tx() as db:
             for chunk in _chunks(events):
                 rows = [self._event_row(event, run_id, now) for event in chunk]
-                self._insert_events(db, rows, run_id)
+                self._insert_events(db, rows, run_id, written)
                 count += len(rows)
+        if not nested:
+            self._parts_committed(written)
         return count
 
-    def _insert_events(self, db: sqlite3.Connection, rows: list[tuple], run_id: str | None) -> sqlite3.Cursor:
+    def _insert_events(
+        self, db: sqlite3.Connection, rows: list[tuple], run_id: str | None, written: list[str]
+    ) -> sqlite3.Cursor:
+        """Insert event rows after their blobs and the parts not known stored (keys into ``written``)."""
         blobs, parts = self._shared(rows)
         if blobs:
             self._insert(db, self._INSERT_BLOB, blobs, run_id, many=True)
         if parts:
-            self._insert(db, self._INSERT_PART, parts, run_id, many=True)
+            parts = self._unknown_parts(db, parts)
+            if parts:
+                self._insert(db, self._INSERT_PART, parts, run_id, many=True)
+                written.extend(key for key, _ in parts)
         if len(rows) == 1:
             return self._insert(db, self._INSERT_EVENT, rows[0][:7], run_id)
         return self._insert(db, self._INSERT_EVENT, [row[:7] for row in rows], run_id, many=True)
+
+    def _nested(self) -> bool:
+        return self._handle().depth > 0
 
     def _insert(
         self,
