@@ -361,13 +361,28 @@ def test_numbers_are_written_as_json_writes_them():
 
 
 def _split_round_trip(event: Event) -> None:
-    skeleton, parts = events.split_json(event)
-    assert events.join_json(skeleton, parts) == event.to_json() == reference_to_json(event)
-    assert set(events.part_keys(skeleton)) == set(parts)
+    """Split twice: objects met for the first time stay inline, met again they are parts; both
+    skeletons join back to the exact text."""
+    expected = reference_to_json(event)
+    for _ in range(2):
+        skeleton, parts = events.split_json(event)
+        assert events.join_json(skeleton, parts) == event.to_json() == expected
+        assert set(events.part_keys(skeleton)) == set(parts)
     if isinstance(event, RetrievalEvent):
         assert len(events.part_keys(skeleton)) == len(event.subgraph.triples) + len(event.chunks)
     else:
-        assert parts == {} and skeleton == event.to_json()
+        assert parts == {} and skeleton == expected
+
+
+def test_an_object_met_once_stays_inline_and_becomes_a_part_when_met_again():
+    t, c = Triple.of("A", "r", "B"), Chunk("c", "d", "text")
+    event = RetrievalEvent("f", "q", "?", subgraph=Subgraph((t,)), chunks=(c,))
+    first, parts = events.split_json(event)
+    assert parts == {} and first == event.to_json()
+    again = RetrievalEvent("f", "q2", "?", subgraph=Subgraph((t, Triple.of("B", "r", "C"))), chunks=(c,))
+    skeleton, parts = events.split_json(again)
+    assert len(parts) == 2 and len(events.part_keys(skeleton)) == 2  # t and c; the new triple inline
+    assert events.join_json(skeleton, parts) == again.to_json()
 
 
 @pytest.mark.parametrize("event", hand_made(), ids=lambda e: type(e).__name__)
@@ -387,6 +402,7 @@ def test_a_part_mark_in_any_text_is_escaped_so_skeletons_split_exactly():
     event = RetrievalEvent(
         "f", f"q{mark}", mark * 3, subgraph=Subgraph((t,)), chunks=(Chunk("c", "d", mark),)
     )
+    event.to_json()  # met once: parts from now on
     skeleton, parts = events.split_json(event)
     assert skeleton.count(mark) == 4  # two references, nothing else raw
     assert events.join_json(skeleton, parts) == json.dumps(reference_to_dict(event), ensure_ascii=False)
@@ -395,9 +411,8 @@ def test_a_part_mark_in_any_text_is_escaped_so_skeletons_split_exactly():
 def test_equal_parts_share_a_key_and_differing_parts_do_not():
     a, b = Chunk("c", "d", "text"), Chunk("c", "d", "text")  # equal, two objects
     c = Chunk("c", "d", "text!")
-    keys = [
-        events.part_keys(events.split_json(RetrievalEvent("f", "q", "?", chunks=(x,)))[0]) for x in (a, b, c)
-    ]
+    split = [RetrievalEvent("f", "q", "?", chunks=(x,)) for x in (a, b, c)]
+    keys = [events.part_keys(events.split_json(e)[0]) for e in split + split][3:]  # met once before
     assert keys[0] == keys[1] != keys[2]
 
 
@@ -405,10 +420,25 @@ def test_the_memo_is_bounded_and_encodings_stay_exact_across_its_resets(monkeypa
     monkeypatch.setattr(events, "_FRAGMENT_BUDGET", 2_000)
     monkeypatch.setattr(events, "_memo", events._Memo())
     chunks = [Chunk(f"c{i}", "d", f"chunk {i} " * 30) for i in range(40)]
-    for i in range(200):
+    memos, parted = set(), 0
+    for i in range(300):
         event = RetrievalEvent("f", f"q{i}", "?", chunks=tuple(chunks[i % 37 : i % 37 + 3]))
-        _split_round_trip(event)
-        assert events._memo.chars <= 2_000 + 3 * 300  # reset once past the budget (one event's worth over)
-    before = events._memo
-    event.to_json()
-    assert events._memo is before  # a memoized object is a lookup, not a new entry
+        skeleton, parts = events.split_json(event)
+        assert events.join_json(skeleton, parts) == event.to_json() == reference_to_json(event)
+        assert events._memo.chars <= 2_000 + 3 * (64 + 330)  # past the budget a new memo starts
+        memos.add(id(events._memo))
+        parted += len(parts)
+    assert len(memos) > 1 and parted > 0  # it was reset, and parts were still found between resets
+
+
+def test_objects_seen_once_are_forgotten_past_their_bound_and_kept_ones_are_not(monkeypatch):
+    monkeypatch.setattr(events, "_SEEN_ONCE", 50)
+    monkeypatch.setattr(events, "_memo", events._Memo())
+    hot = Chunk("hot", "d", "a chunk every query retrieves")
+    for i in range(200):
+        event = RetrievalEvent("f", f"q{i}", "?", chunks=(hot, Chunk(f"c{i}", "d", f"text {i}")))
+        skeleton, parts = events.split_json(event)
+        assert events.join_json(skeleton, parts) == reference_to_json(event)
+        assert len(events._memo.seen) <= 50 + 2
+        if i > 0:
+            assert len(parts) == 1  # the hot chunk: a part from its second query on, across resets

@@ -56,6 +56,8 @@ def test_a_batch_larger_than_a_chunk_is_stored_in_order(store: Store) -> None:
 
 def test_the_stored_text_is_the_events_json(store: Store) -> None:
     events = _mixed(40)
+    for event in events:
+        event.to_json()  # each triple met once: stored as parts from now on
     store.record_events(events)
     path = store.path
     store.close()
@@ -99,7 +101,9 @@ def test_retrieved_triples_and_chunks_are_stored_once_however_often_retrieved(st
 
 
 def test_an_event_naming_a_missing_part_is_a_clear_error(store: Store) -> None:
-    store.record_event(RetrievalEvent("f", "q1", "q?", subgraph=Subgraph((Triple.of("A", "r", "B"),))))
+    event = RetrievalEvent("f", "q1", "q?", subgraph=Subgraph((Triple.of("A", "r", "B"),)))
+    event.to_json()  # its triple met once: stored as a part
+    store.record_event(event)
     path = store.path
     store.close()
     with sqlite3.connect(path) as db:
@@ -162,3 +166,11 @@ def test_row_json_is_json_dumps_with_the_stores_options(allow_nan):
     else:
         with pytest.raises(StoreError, match="x cannot be stored as JSON"):
             _dumps(special, "x", allow_nan=False)
+
+
+def test_objects_met_once_stay_inline_and_add_no_part_rows(store: Store) -> None:
+    """An adapter building new objects per query (nothing met twice) pays no part rows or hashes."""
+    events = _mixed(60)  # a new Triple object per retrieval event
+    store.record_events(events)
+    assert store.counts()["parts"] == 0
+    assert list(store.events()) == events

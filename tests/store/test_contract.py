@@ -221,6 +221,8 @@ def test_retrieval_events_share_their_triples_and_chunks_and_prune_keeps_the_nam
     old, new = store.start_run("old"), store.start_run("new")
     first = RetrievalEvent("f", "q1", "q?", subgraph=Subgraph((a, b)), chunks=(chunk,))
     second = RetrievalEvent("f", "q2", "q?", subgraph=Subgraph((b, c)), chunks=(chunk,))
+    for event in (first, second):
+        event.to_json()  # every triple and chunk met once: stored as parts from now on
     store.record_events([first, first], old)
     store.record_event(second, new)
     assert store.counts()["parts"] == 4
@@ -237,6 +239,7 @@ def test_a_part_pruned_by_another_store_object_is_written_again_by_one_that_wrot
     from triage_plugins.contract.events import RetrievalEvent, Subgraph, Triple
 
     a, b = Triple.of("A", "r", "B"), Triple.of("B", "r", "C")
+    RetrievalEvent("f", "q0", "?", subgraph=Subgraph((a, b))).to_json()  # met once: parts from now on
     old, new = store.start_run("old"), store.start_run("new")
     store.record_event(RetrievalEvent("f", "q1", "?", subgraph=Subgraph((a,))), old)
     store.record_event(RetrievalEvent("f", "q2", "?", subgraph=Subgraph((b,))), new)

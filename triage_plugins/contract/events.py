@@ -991,22 +991,32 @@ def _graph_json(graph: GraphView) -> str:
 # ---------------------------------------------------------------- shared fragments (DESIGN §6)
 
 # Adapters reuse one Triple / Chunk object for an edge or chunk they read again (every query reads
-# the same graph), so each object's JSON text (and part key) is written once and kept here by id(),
-# with the object itself: while its entry lives the object does too, so no other object can have its
-# id. Bounded by the characters held: past the budget a new memo starts. Lookups map over a whole
-# tuple of objects at once (C-level dict gets), so a memoized part costs no Python call.
-_FRAGMENT_BUDGET = 8_000_000  # characters of JSON text held (plus the objects they belong to)
+# the same graph). An object seen once is only noted (by id(), with the object itself: while its
+# entry lives the object does too, so no other object can have its id); seen again, its JSON text
+# and part key are kept, so later events write it without encoding it. Objects never seen twice
+# (an adapter building new ones per query) cost one note and stay inline in the stored skeleton.
+# Bounded: past the budget of characters kept a new memo starts; past _SEEN_ONCE notes they are
+# forgotten. Lookups map over a whole tuple of objects at once (C-level dict gets): a memoized object
+# costs no Python call.
+_FRAGMENT_BUDGET = 8_000_000  # characters of JSON text kept
+
+
+_SEEN_ONCE = 20_000  # objects seen once remembered (forgotten all at once past it: a small dict)
 
 
 class _Memo:
-    __slots__ = ("chars", "keys", "objs", "refs", "texts")
+    """Objects seen once (``seen``) and, once seen again, kept with their text (``objs``, ``texts``);
+    ``keep`` carries the kept ones of a memo whose seen-once notes were full."""
 
-    def __init__(self) -> None:
-        self.objs: dict[int, Any] = {}  # id -> the object (keeps the id taken)
-        self.texts: dict[int, str] = {}  # id -> JSON text
-        self.keys: dict[int, str] = {}  # id -> part key
-        self.refs: dict[int, str] = {}  # id -> PART_MARK key PART_MARK
-        self.chars = 0
+    __slots__ = ("chars", "keys", "objs", "refs", "seen", "texts")
+
+    def __init__(self, keep: _Memo | None = None) -> None:
+        self.seen: dict[int, Any] = {}  # id -> an object seen once (keeps the id taken)
+        self.objs: dict[int, Any] = keep.objs if keep else {}  # id -> a kept object
+        self.texts: dict[int, str] = keep.texts if keep else {}  # id -> JSON text of a kept object
+        self.keys: dict[int, str] = keep.keys if keep else {}  # id -> part key, once it was one
+        self.refs: dict[int, str] = keep.refs if keep else {}  # id -> PART_MARK key PART_MARK
+        self.chars = keep.chars if keep else 0
 
 
 _memo = _Memo()
@@ -1016,43 +1026,59 @@ _memo = _Memo()
 PART_MARK = "\x01"
 
 
-def _fill(objs: tuple[Any, ...], keyed: bool) -> _Memo:
-    """The memo, with every object of ``objs`` in it (and its part key, if ``keyed``)."""
+def _current() -> _Memo:
+    """The memo, a new one once the one in use holds more than the budget."""
     global _memo
     memo = _memo
-    if memo.chars > _FRAGMENT_BUDGET:
-        memo = _memo = _Memo()
-    for obj in objs:
-        i = id(obj)
-        text = memo.texts.get(i)
-        if text is None:
-            text = obj._json()
-            memo.objs[i] = obj
-            memo.texts[i] = text
-            memo.chars += len(text)
-        if keyed and i not in memo.refs:
-            key = _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-            memo.keys[i] = key
-            memo.refs[i] = PART_MARK + key + PART_MARK
+    if memo.chars > _FRAGMENT_BUDGET or len(memo.seen) > _SEEN_ONCE:
+        memo = _memo = _Memo(memo if memo.chars <= _FRAGMENT_BUDGET else None)
     return memo
 
 
+def _seen(memo: _Memo, i: int, obj: Any) -> str | None:
+    """The object's JSON text if it was seen before (kept from now on); else note it, ``None``."""
+    text = memo.texts.get(i)
+    if text is not None:
+        return text
+    if memo.seen.pop(i, None) is not obj:
+        memo.seen[i] = obj
+        return None
+    memo.objs[i] = obj
+    text = memo.texts[i] = obj._json()
+    memo.chars += len(text)
+    return text
+
+
 def _texts(objs: tuple[Any, ...]) -> list[str]:
-    """The JSON texts of triples or chunks, each written once per object."""
+    """The JSON texts of triples or chunks (a text seen before is not written again)."""
     memo = _memo
     ids = list(map(id, objs))
     texts = list(map(memo.texts.get, ids))
     if None in texts:
-        texts = list(map(_fill(objs, False).texts.get, ids))
+        memo = _current()
+        if _all_new(memo, ids, objs):
+            return [obj._json() for obj in objs]
+        texts = [_seen(memo, i, obj) or obj._json() for i, obj in zip(ids, objs, strict=True)]
     return texts
 
 
+def _all_new(memo: _Memo, ids: list[int], objs: tuple[Any, ...]) -> bool:
+    """Note the objects and say ``True`` when none was seen before (one C-level pass: a stream of
+    new objects pays no Python call per object); ``False`` changes nothing."""
+    if any(map(memo.seen.__contains__, ids)) or any(map(memo.texts.__contains__, ids)):
+        return False
+    memo.seen.update(zip(ids, objs, strict=True))
+    return True
+
+
 def split_json(event: Event) -> tuple[str, dict[str, str]]:
-    """``event.to_json()`` with each retrieved triple and chunk replaced by ``PART_MARK key PART_MARK``.
+    """``event.to_json()`` with each retrieved triple and chunk seen before replaced by
+    ``PART_MARK key PART_MARK``.
 
     Returns the skeleton and ``{key: part text}``; the key is the BLAKE2b-128 hex digest of the part's
-    UTF-8 bytes, so equal parts share a key in every process. :func:`join_json` puts the text back,
-    byte for byte. Events of other kinds are returned whole, with no parts.
+    UTF-8 bytes, so equal parts share a key in every process. An object met for the first time stays
+    inline (a part pays when it comes back). :func:`join_json` puts the text back, byte for byte.
+    Events of other kinds are returned whole, with no parts.
     """
     if not isinstance(event, RetrievalEvent):
         return event.to_json(), {}
@@ -1063,12 +1089,29 @@ def split_json(event: Event) -> tuple[str, dict[str, str]]:
         ids = list(map(id, objs))
         out = list(map(memo.refs.get, ids))
         if None in out:
-            memo = _fill(objs, True)
-            out = list(map(memo.refs.get, ids))
-        parts.update(zip(map(memo.keys.get, ids), map(memo.texts.get, ids), strict=True))
+            memo = _current()
+            if _all_new(memo, ids, objs):
+                return [obj._json() for obj in objs]
+            out = [_ref(memo, i, obj) for i, obj in zip(ids, objs, strict=True)]
+            parts.update((memo.keys[i], memo.texts[i]) for i in ids if i in memo.keys)
+        else:
+            parts.update(zip(map(memo.keys.get, ids), map(memo.texts.get, ids), strict=True))
         return out
 
     return event._json(refs), parts
+
+
+def _ref(memo: _Memo, i: int, obj: Any) -> str:
+    """The part reference of an object seen before, or its inline JSON text if it was not."""
+    ref = memo.refs.get(i)
+    if ref is not None:
+        return ref
+    text = _seen(memo, i, obj)
+    if text is None:
+        return obj._json()
+    key = memo.keys[i] = _blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    ref = memo.refs[i] = PART_MARK + key + PART_MARK
+    return ref
 
 
 def part_keys(skeleton: str) -> list[str]:
