@@ -43,6 +43,7 @@ from triage_plugins.contract import events as ev
 from triage_plugins.contract.events import Chunk, Event, FeedbackEvent, RetrievalEvent, Subgraph, Triple
 from triage_plugins.contract.events import Path as KGPath
 from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.store.sql import Written
 
 SECTIONS = ("encode", "store", "labels", "demo", "graph")
 
@@ -107,11 +108,16 @@ class generic_encoding:  # noqa: N801 - used as a context manager, reads as a ph
     """Within the block, every event's ``to_json`` is the generic walk (what the store wrote before)."""
 
     def __enter__(self) -> None:
-        self._saved = Event.to_json
+        from triage_plugins.store import sql
+
+        self._saved = Event.to_json, sql.split_json
         Event.to_json = generic_to_json  # type: ignore[method-assign]
+        sql.split_json = lambda event: (generic_to_json(event), {})  # whole texts, as then
 
     def __exit__(self, *exc: object) -> None:
-        Event.to_json = self._saved  # type: ignore[method-assign]
+        from triage_plugins.store import sql
+
+        Event.to_json, sql.split_json = self._saved  # type: ignore[method-assign]
 
 
 # --------------------------------------------------------------------------- events
@@ -175,7 +181,7 @@ def _old_batch(store: Any, events: list[Event]) -> None:
     now = time.time()
     with store._tx() as db:
         for event in events:
-            store._insert_events(db, [store._event_row(event, None, now)], None, [])
+            store._insert_events(db, [store._event_row(event, None, now)], None, Written())
 
 
 def _write_all(store: Any, events: list[Event], how: str) -> None:

@@ -45,7 +45,7 @@ from triage_plugins.store.rows import (
     _finite,
     _need_text,
 )
-from triage_plugins.store.sql import PAGE, SQLStore
+from triage_plugins.store.sql import PAGE, SQLStore, Written
 
 __all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -436,7 +436,7 @@ class PostgresStore(SQLStore):
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
-        written: list[str] = []
+        written = Written()
         nested = self._nested()
         with self._tx() as conn:
             self._write_shared(conn, [row], written)
@@ -450,7 +450,7 @@ class PostgresStore(SQLStore):
         """Store many events in one transaction (all or none); returns how many were written."""
         now = time.time()
         count = 0
-        written: list[str] = []
+        written = Written()
         nested = self._nested()
         with self._tx() as conn:
             for chunk in _chunks(events):
@@ -462,17 +462,16 @@ class PostgresStore(SQLStore):
             self._parts_committed(written)
         return count
 
-    def _write_shared(self, conn: Any, rows: list[tuple], written: list[str]) -> None:
+    def _write_shared(self, conn: Any, rows: list[tuple], written: Written) -> None:
         """The rows' distinct blobs and the parts not known stored (keys into ``written``), before
         the events that name them."""
         blobs, parts = self._shared(rows)
         if blobs:
             self._write(conn, self._INSERT_BLOB, blobs, many=True)
         if parts:
-            parts = self._unknown_parts(conn, parts)
+            parts = self._unknown_parts(conn, parts, written)
             if parts:
                 self._write(conn, self._INSERT_PART, parts, many=True)
-                written.extend(key for key, _ in parts)
 
     def _nested(self) -> bool:
         return getattr(self._local, "conn", None) is not None

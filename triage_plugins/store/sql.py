@@ -31,6 +31,16 @@ _EVENT_SQL = "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blob
 _PART_CACHE = 50_000  # parts held while iterating events (a page's parts are fetched in one query)
 
 
+class Written:
+    """The part keys a write transaction stored, and the prune count it read."""
+
+    __slots__ = ("keys", "pruned")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.pruned: int | None = None
+
+
 class SQLStore:
     """The SQL both backends run alike (see the module docstring)."""
 
@@ -144,22 +154,27 @@ class SQLStore:
         """Whether a write now runs inside an open transaction of this thread (it may yet roll back)."""
         raise NotImplementedError
 
-    def _unknown_parts(self, conn: Any, parts: dict[str, str]) -> list[tuple[str, str]]:
+    def _unknown_parts(self, conn: Any, parts: dict[str, str], written: Written) -> list[tuple[str, str]]:
         """The parts this store object does not know to be stored (inside the write transaction),
-        sorted by key (concurrent writers of PostgreSQL then take their key locks in one order)."""
+        sorted by key (concurrent writers of PostgreSQL then take their key locks in one order);
+        their keys go into ``written`` with the prune count they were written under."""
         self._hold_parts(conn)
-        (pruned,) = conn.execute("SELECT n FROM parts_pruned").fetchone()
+        row = conn.execute("SELECT n FROM parts_pruned").fetchone()
+        pruned = None if row is None else row[0]  # no row (edited by hand): nothing is taken as known
         known: set[str] | None = getattr(self, "_known", None)
-        if known is None or pruned != self._known_pruned or len(known) > self._KNOWN_PARTS:
+        if known is None or pruned is None or pruned != self._known_pruned or len(known) > self._KNOWN_PARTS:
             known = self._known = set()
             self._known_pruned = pruned
-        return sorted((key, parts[key]) for key in parts.keys() - known)
+        out = sorted((key, parts[key]) for key in parts.keys() - known)
+        written.keys.extend(key for key, _ in out)
+        written.pruned = pruned
+        return out
 
-    def _parts_committed(self, keys: list[str]) -> None:
-        """Remember part keys whose transaction committed."""
+    def _parts_committed(self, written: Written) -> None:
+        """Remember the part keys of a committed transaction, unless a prune came in between."""
         known = getattr(self, "_known", None)
-        if known is not None:
-            known.update(keys)
+        if known is not None and written.pruned is not None and written.pruned == self._known_pruned:
+            known.update(written.keys)
 
     def _delete_unused_parts(self, conn: Any) -> int:
         """Delete the shared parts no stored event names (a scan of the retrieval events)."""

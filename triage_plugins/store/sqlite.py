@@ -67,7 +67,7 @@ from triage_plugins.store.rows import (
     _finite,
     _need_text,
 )
-from triage_plugins.store.sql import PAGE, SQLStore
+from triage_plugins.store.sql import PAGE, SQLStore, Written
 
 if TYPE_CHECKING:
     pass
@@ -611,7 +611,7 @@ class SQLiteStore(SQLStore):
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
         row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
-        written: list[str] = []
+        written = Written()
         nested = self._nested()
         with self._tx() as db:
             row_id = int(self._insert_events(db, [row], run_id, written).lastrowid)
@@ -627,7 +627,7 @@ class SQLiteStore(SQLStore):
         """
         now = time.time()
         count = 0
-        written: list[str] = []
+        written = Written()
         nested = self._nested()
         with self._tx() as db:
             for chunk in _chunks(events):
@@ -639,17 +639,16 @@ class SQLiteStore(SQLStore):
         return count
 
     def _insert_events(
-        self, db: sqlite3.Connection, rows: list[tuple], run_id: str | None, written: list[str]
+        self, db: sqlite3.Connection, rows: list[tuple], run_id: str | None, written: Written
     ) -> sqlite3.Cursor:
         """Insert event rows after their blobs and the parts not known stored (keys into ``written``)."""
         blobs, parts = self._shared(rows)
         if blobs:
             self._insert(db, self._INSERT_BLOB, blobs, run_id, many=True)
         if parts:
-            parts = self._unknown_parts(db, parts)
+            parts = self._unknown_parts(db, parts, written)
             if parts:
                 self._insert(db, self._INSERT_PART, parts, run_id, many=True)
-                written.extend(key for key, _ in parts)
         if len(rows) == 1:
             return self._insert(db, self._INSERT_EVENT, rows[0][:7], run_id)
         return self._insert(db, self._INSERT_EVENT, [row[:7] for row in rows], run_id, many=True)
