@@ -121,6 +121,7 @@ class SQLStore:
     def _delete_runs(self, run_ids: list[str]) -> dict[str, int]:
         out = {"events": 0, "metrics": 0, "runs": 0, "blobs": 0, "parts": 0}
         with self._tx() as conn:
+            self._lock_parts(conn)  # first: a writer of parts then never waits on rows this deletes
             for run_id in run_ids:
                 out["events"] += conn.execute(
                     self._q("DELETE FROM events WHERE run_id = ?"), (run_id,)
@@ -177,8 +178,8 @@ class SQLStore:
             known.update(written.keys)
 
     def _delete_unused_parts(self, conn: Any) -> int:
-        """Delete the shared parts no stored event names (a scan of the retrieval events)."""
-        self._lock_parts(conn)
+        """Delete the shared parts no stored event names (a scan of the retrieval events; the
+        caller holds :meth:`_lock_parts`)."""
         used: set[str] = set()
         for (text,) in conn.execute("SELECT json FROM events WHERE kind = 'retrieval'"):
             used.update(part_keys(text))
