@@ -45,8 +45,8 @@ class WholeTextStore(SQLiteStore):
     """The store writing whole event texts (no parts), as before schema 5."""
 
     @staticmethod
-    def _event_row(event: Event, run_id: str | None, ts: float) -> tuple:
-        row = SQLiteStore._event_row(event, run_id, ts)
+    def _event_row(event: Event, run_id: str | None, ts: float, parts: dict | None = None) -> tuple:
+        row = SQLiteStore._event_row(event, run_id, ts)  # its own parts: the batch's stay empty
         if not row[8]:
             return row
         text = event.to_json()

@@ -1071,18 +1071,20 @@ def _all_new(memo: _Memo, ids: list[int], objs: tuple[Any, ...]) -> bool:
     return True
 
 
-def split_json(event: Event) -> tuple[str, dict[str, str]]:
+def split_json(event: Event, parts: dict[str, str] | None = None) -> tuple[str, dict[str, str]]:
     """``event.to_json()`` with each retrieved triple and chunk seen before replaced by
     ``PART_MARK key PART_MARK``.
 
-    Returns the skeleton and ``{key: part text}``; the key is the BLAKE2b-128 hex digest of the part's
-    UTF-8 bytes, so equal parts share a key in every process. An object met for the first time stays
-    inline (a part pays when it comes back). :func:`join_json` puts the text back, byte for byte.
-    Events of other kinds are returned whole, with no parts.
+    Returns the skeleton and ``{key: part text}`` (``parts`` when given, added to: one dict for a
+    batch of events); the key is the BLAKE2b-128 hex digest of the part's UTF-8 bytes, so equal parts
+    share a key in every process. An object met for the first time stays inline (a part pays when it
+    comes back). :func:`join_json` puts the text back, byte for byte. Events of other kinds are
+    returned whole, adding no parts.
     """
+    if parts is None:
+        parts = {}
     if not isinstance(event, RetrievalEvent):
-        return event.to_json(), {}
-    parts: dict[str, str] = {}
+        return event.to_json(), parts
 
     def refs(objs: tuple[Any, ...]) -> list[str]:
         memo = _memo

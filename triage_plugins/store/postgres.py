@@ -454,7 +454,8 @@ class PostgresStore(SQLStore):
         nested = self._nested()
         with self._tx() as conn:
             for chunk in _chunks(events):
-                rows = [self._event_row(event, run_id, now) for event in chunk]
+                shared: dict[str, str] = {}
+                rows = [self._event_row(event, run_id, now, shared) for event in chunk]
                 self._write_shared(conn, rows, written)
                 self._write(conn, self._INSERT_EVENT, [row[:7] for row in rows], many=True)
                 count += len(rows)

@@ -195,8 +195,9 @@ class SQLStore:
     # ------------------------------------------------------------------ rows written alike
 
     @staticmethod
-    def _event_row(event: Event, run_id: str | None, ts: float) -> tuple:
-        """``(run_id, kind, framework, query_id, ts, json, blob, blob text, parts)`` of one event.
+    def _event_row(event: Event, run_id: str | None, ts: float, parts: dict[str, str] | None = None) -> tuple:
+        """``(run_id, kind, framework, query_id, ts, json, blob, blob text, parts)`` of one event
+        (``parts``, when given, is the batch's dict: the event's parts are added to it).
 
         A graph event's text goes to ``blobs`` once per distinct graph; a retrieval event is stored
         as a skeleton naming its triples and chunks, each kept once in ``parts``
@@ -206,7 +207,7 @@ class SQLStore:
         if not isinstance(event, Event):
             raise StoreError(f"record_event expects a triage event, got {type(event).__name__}")
         try:
-            text, parts = split_json(event)
+            text, parts = split_json(event, parts)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
         blob = None
@@ -228,9 +229,12 @@ class SQLStore:
     def _shared(rows: list[tuple]) -> tuple[list[tuple[str, str]], dict[str, str]]:
         """The distinct blobs (sorted by key) and parts of event rows."""
         blobs = {row[6]: row[7] for row in rows if row[6] is not None}
+        dicts = {id(row[8]): row[8] for row in rows if row[8]}  # rows of a batch share one
+        if len(dicts) == 1:
+            return sorted(blobs.items()), next(iter(dicts.values()))
         parts: dict[str, str] = {}
-        for row in rows:
-            parts.update(row[8])
+        for each in dicts.values():
+            parts.update(each)
         return sorted(blobs.items()), parts
 
     @staticmethod

@@ -631,7 +631,8 @@ class SQLiteStore(SQLStore):
         nested = self._nested()
         with self._tx() as db:
             for chunk in _chunks(events):
-                rows = [self._event_row(event, run_id, now) for event in chunk]
+                shared: dict[str, str] = {}
+                rows = [self._event_row(event, run_id, now, shared) for event in chunk]
                 self._insert_events(db, rows, run_id, written)
                 count += len(rows)
         if not nested:
