@@ -181,7 +181,9 @@ def _old_batch(store: Any, events: list[Event]) -> None:
     now = time.time()
     with store._tx() as db:
         for event in events:
-            store._insert_events(db, [store._event_row(event, None, now)], None, Written())
+            parts: dict[str, str] = {}
+            row = store._event_row(event, None, now, parts)
+            store._insert_events(db, [row], parts, None, Written())
 
 
 def _write_all(store: Any, events: list[Event], how: str) -> None:

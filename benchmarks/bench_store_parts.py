@@ -45,12 +45,13 @@ class WholeTextStore(SQLiteStore):
     """The store writing whole event texts (no parts), as before schema 5."""
 
     @staticmethod
-    def _event_row(event: Event, run_id: str | None, ts: float, parts: dict | None = None) -> tuple:
-        row = SQLiteStore._event_row(event, run_id, ts)  # its own parts: the batch's stay empty
-        if not row[8]:
+    def _event_row(event: Event, run_id: str | None, ts: float, parts: dict[str, str]) -> tuple:
+        own: dict[str, str] = {}  # the event's parts go here: the batch's stay empty
+        row = SQLiteStore._event_row(event, run_id, ts, own)
+        if not own:
             return row
         text = event.to_json()
-        return (*row[:5], text, row[6], text, {})
+        return (*row[:5], text, row[6], text)
 
 
 def _pool(n_triples: int, n_chunks: int) -> tuple[list[tuple], list[tuple]]:

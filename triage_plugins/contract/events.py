@@ -1049,17 +1049,30 @@ def _seen(memo: _Memo, i: int, obj: Any) -> str | None:
     return text
 
 
-def _texts(objs: tuple[Any, ...]) -> list[str]:
-    """The JSON texts of triples or chunks (a text seen before is not written again)."""
+def _lookup(
+    objs: tuple[Any, ...], table: str, miss: Callable[[_Memo, int, Any], str]
+) -> tuple[list[str], _Memo | None, list[int]]:
+    """The strings ``table`` of the memo holds for ``objs`` (one C-level pass), ``miss`` giving
+    those it lacks; objects none of which was seen before are noted and written inline. Returns
+    the strings, the memo that answered (``None`` when all were new) and the objects' ids."""
     memo = _memo
     ids = list(map(id, objs))
-    texts = list(map(memo.texts.get, ids))
-    if None in texts:
+    out = list(map(getattr(memo, table).get, ids))
+    if None in out:
         memo = _current()
         if _all_new(memo, ids, objs):
-            return [obj._json() for obj in objs]
-        texts = [_seen(memo, i, obj) or obj._json() for i, obj in zip(ids, objs, strict=True)]
-    return texts
+            return [obj._json() for obj in objs], None, ids
+        out = [miss(memo, i, obj) for i, obj in zip(ids, objs, strict=True)]
+    return out, memo, ids
+
+
+def _texts(objs: tuple[Any, ...]) -> list[str]:
+    """The JSON texts of triples or chunks (a text seen before is not written again)."""
+    return _lookup(objs, "texts", _text)[0]
+
+
+def _text(memo: _Memo, i: int, obj: Any) -> str:
+    return _seen(memo, i, obj) or obj._json()
 
 
 def _all_new(memo: _Memo, ids: list[int], objs: tuple[Any, ...]) -> bool:
@@ -1087,17 +1100,13 @@ def split_json(event: Event, parts: dict[str, str] | None = None) -> tuple[str, 
         return event.to_json(), parts
 
     def refs(objs: tuple[Any, ...]) -> list[str]:
-        memo = _memo
-        ids = list(map(id, objs))
-        out = list(map(memo.refs.get, ids))
-        if None in out:
-            memo = _current()
-            if _all_new(memo, ids, objs):
-                return [obj._json() for obj in objs]
-            out = [_ref(memo, i, obj) for i, obj in zip(ids, objs, strict=True)]
-            parts.update((memo.keys[i], memo.texts[i]) for i in ids if i in memo.keys)
-        else:
-            parts.update(zip(map(memo.keys.get, ids), map(memo.texts.get, ids), strict=True))
+        out, memo, ids = _lookup(objs, "refs", _ref)
+        if memo is not None:
+            keys = list(map(memo.keys.get, ids))
+            if None in keys:  # some written inline
+                parts.update((k, memo.texts[i]) for i, k in zip(ids, keys, strict=True) if k is not None)
+            else:
+                parts.update(zip(keys, map(memo.texts.get, ids), strict=True))
         return out
 
     return event._json(refs), parts

@@ -435,44 +435,36 @@ class PostgresStore(SQLStore):
 
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
-        row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
-        written = Written()
-        nested = self._nested()
-        with self._tx() as conn:
-            self._write_shared(conn, [row], written)
+        parts: dict[str, str] = {}
+        row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"), parts)
+        with self._writing_parts() as (conn, written):
+            self._write_shared(conn, [row], parts, written)
             cur = self._write(conn, self._INSERT_EVENT + " RETURNING id", row[:7])
-            row_id = int(cur.fetchone()[0])
-        if not nested:
-            self._parts_committed(written)
-        return row_id
+            return int(cur.fetchone()[0])
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
         """Store many events in one transaction (all or none); returns how many were written."""
         now = time.time()
         count = 0
-        written = Written()
-        nested = self._nested()
-        with self._tx() as conn:
+        with self._writing_parts() as (conn, written):
             for chunk in _chunks(events):
-                shared: dict[str, str] = {}
-                rows = [self._event_row(event, run_id, now, shared) for event in chunk]
-                self._write_shared(conn, rows, written)
+                parts: dict[str, str] = {}
+                rows = [self._event_row(event, run_id, now, parts) for event in chunk]
+                self._write_shared(conn, rows, parts, written)
                 self._write(conn, self._INSERT_EVENT, [row[:7] for row in rows], many=True)
                 count += len(rows)
-        if not nested:
-            self._parts_committed(written)
         return count
 
-    def _write_shared(self, conn: Any, rows: list[tuple], written: Written) -> None:
+    def _write_shared(self, conn: Any, rows: list[tuple], parts: dict[str, str], written: Written) -> None:
         """The rows' distinct blobs and the parts not known stored (keys into ``written``), before
         the events that name them."""
-        blobs, parts = self._shared(rows)
+        blobs = self._blobs(rows)
         if blobs:
             self._write(conn, self._INSERT_BLOB, blobs, many=True)
         if parts:
-            parts = self._unknown_parts(conn, parts, written)
-            if parts:
-                self._write(conn, self._INSERT_PART, parts, many=True)
+            unknown = self._unknown_parts(conn, parts, written)
+            if unknown:
+                self._write(conn, self._INSERT_PART, unknown, many=True)
 
     def _nested(self) -> bool:
         return getattr(self._local, "conn", None) is not None

@@ -14,6 +14,7 @@ import json
 import math
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
@@ -171,6 +172,17 @@ class SQLStore:
         written.pruned = pruned
         return out
 
+    @contextmanager
+    def _writing_parts(self) -> Iterator[tuple[Any, Written]]:
+        """A write transaction (:meth:`_tx`) and the record of the parts it stores; once it has
+        committed at the top level their keys are remembered (a nested one may yet roll back)."""
+        written = Written()
+        nested = self._nested()
+        with self._tx() as conn:
+            yield conn, written
+        if not nested:
+            self._parts_committed(written)
+
     def _parts_committed(self, written: Written) -> None:
         """Remember the part keys of a committed transaction, unless a prune came in between."""
         known = getattr(self, "_known", None)
@@ -195,9 +207,9 @@ class SQLStore:
     # ------------------------------------------------------------------ rows written alike
 
     @staticmethod
-    def _event_row(event: Event, run_id: str | None, ts: float, parts: dict[str, str] | None = None) -> tuple:
-        """``(run_id, kind, framework, query_id, ts, json, blob, blob text, parts)`` of one event
-        (``parts``, when given, is the batch's dict: the event's parts are added to it).
+    def _event_row(event: Event, run_id: str | None, ts: float, parts: dict[str, str]) -> tuple:
+        """``(run_id, kind, framework, query_id, ts, json, blob, blob text)`` of one event; its
+        parts are added to ``parts`` (one dict for the events written together).
 
         A graph event's text goes to ``blobs`` once per distinct graph; a retrieval event is stored
         as a skeleton naming its triples and chunks, each kept once in ``parts``
@@ -207,7 +219,7 @@ class SQLStore:
         if not isinstance(event, Event):
             raise StoreError(f"record_event expects a triage event, got {type(event).__name__}")
         try:
-            text, parts = split_json(event, parts)
+            text, _ = split_json(event, parts)
         except (TypeError, ValueError) as exc:
             raise StoreError(f"{type(event).__name__} cannot be serialized: {exc}") from None
         blob = None
@@ -222,20 +234,12 @@ class SQLStore:
             "" if blob else text,
             blob,
             text,
-            parts,
         )
 
     @staticmethod
-    def _shared(rows: list[tuple]) -> tuple[list[tuple[str, str]], dict[str, str]]:
-        """The distinct blobs (sorted by key) and parts of event rows."""
-        blobs = {row[6]: row[7] for row in rows if row[6] is not None}
-        dicts = {id(row[8]): row[8] for row in rows if row[8]}  # rows of a batch share one
-        if len(dicts) == 1:
-            return sorted(blobs.items()), next(iter(dicts.values()))
-        parts: dict[str, str] = {}
-        for each in dicts.values():
-            parts.update(each)
-        return sorted(blobs.items()), parts
+    def _blobs(rows: list[tuple]) -> list[tuple[str, str]]:
+        """The distinct blobs of event rows, sorted by key."""
+        return sorted({row[6]: row[7] for row in rows if row[6] is not None}.items())
 
     @staticmethod
     def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:

@@ -610,14 +610,10 @@ class SQLiteStore(SQLStore):
 
     def record_event(self, event: Event, run_id: str | None = None, *, ts: float | None = None) -> int:
         """Store one event (its ``to_json()``) under ``run_id``; returns its row id."""
-        row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"))
-        written = Written()
-        nested = self._nested()
-        with self._tx() as db:
-            row_id = int(self._insert_events(db, [row], run_id, written).lastrowid)
-        if not nested:
-            self._parts_committed(written)
-        return row_id
+        parts: dict[str, str] = {}
+        row = self._event_row(event, run_id, time.time() if ts is None else _finite(ts, "ts"), parts)
+        with self._writing_parts() as (db, written):
+            return int(self._insert_events(db, [row], parts, run_id, written).lastrowid)
 
     def record_events(self, events: Iterable[Event], run_id: str | None = None) -> int:
         """Store many events in one transaction (all or none); returns how many were written.
@@ -627,29 +623,30 @@ class SQLiteStore(SQLStore):
         """
         now = time.time()
         count = 0
-        written = Written()
-        nested = self._nested()
-        with self._tx() as db:
+        with self._writing_parts() as (db, written):
             for chunk in _chunks(events):
-                shared: dict[str, str] = {}
-                rows = [self._event_row(event, run_id, now, shared) for event in chunk]
-                self._insert_events(db, rows, run_id, written)
+                parts: dict[str, str] = {}
+                rows = [self._event_row(event, run_id, now, parts) for event in chunk]
+                self._insert_events(db, rows, parts, run_id, written)
                 count += len(rows)
-        if not nested:
-            self._parts_committed(written)
         return count
 
     def _insert_events(
-        self, db: sqlite3.Connection, rows: list[tuple], run_id: str | None, written: Written
+        self,
+        db: sqlite3.Connection,
+        rows: list[tuple],
+        parts: dict[str, str],
+        run_id: str | None,
+        written: Written,
     ) -> sqlite3.Cursor:
         """Insert event rows after their blobs and the parts not known stored (keys into ``written``)."""
-        blobs, parts = self._shared(rows)
+        blobs = self._blobs(rows)
         if blobs:
             self._insert(db, self._INSERT_BLOB, blobs, run_id, many=True)
         if parts:
-            parts = self._unknown_parts(db, parts, written)
-            if parts:
-                self._insert(db, self._INSERT_PART, parts, run_id, many=True)
+            unknown = self._unknown_parts(db, parts, written)
+            if unknown:
+                self._insert(db, self._INSERT_PART, unknown, run_id, many=True)
         if len(rows) == 1:
             return self._insert(db, self._INSERT_EVENT, rows[0][:7], run_id)
         return self._insert(db, self._INSERT_EVENT, [row[:7] for row in rows], run_id, many=True)
