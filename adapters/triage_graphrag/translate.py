@@ -364,19 +364,34 @@ def extraction_events(
 # --------------------------------------------------------------------------- queries
 
 
-def _rows(context: Any, name: str, *columns: str) -> list[tuple[Any, ...]]:
-    """The given columns of a context table, rows left out of the context (``in_context`` False) dropped.
+def _column(frame: Any, name: str, n: int) -> list[Any]:
+    """A frame's column as a list (``n`` ``None`` when it has no such column).
 
-    Column-wise ``tolist`` rather than ``to_dict("records")``: this runs on the host's query path.
+    Reads the column's array (``DataFrame._get_column_array``), the values ``frame[name].tolist()``
+    gives: on pandas 3 building the Series first costs 3-4x more, on the host's query path
+    (``benchmarks/RESULTS.md``). A duplicate column name, or a pandas without that method, takes the
+    public path.
     """
+    columns = frame.columns
+    if name not in columns:
+        return [None] * n
+    loc = columns.get_loc(name)
+    read = getattr(frame, "_get_column_array", None)
+    if read is not None and isinstance(loc, int):
+        return read(loc).tolist()
+    return frame[name].tolist()
+
+
+def _rows(context: Any, name: str, *columns: str) -> list[tuple[Any, ...]]:
+    """The given columns of a context table, rows left out of the context (``in_context`` False) dropped."""
     if not isinstance(context, dict):
         return []
     frame = context.get(name)
     if frame is None or not hasattr(frame, "columns") or len(frame) == 0:
         return []
     n = len(frame)
-    cols = [frame[c].tolist() if c in frame.columns else [None] * n for c in columns]
-    keep = frame["in_context"].tolist() if "in_context" in frame.columns else [True] * n
+    cols = [_column(frame, c, n) for c in columns]
+    keep = _column(frame, "in_context", n) if "in_context" in frame.columns else [True] * n
     return [row for row, k in zip(zip(*cols, strict=True), keep, strict=True) if k is not False]
 
 
@@ -388,20 +403,27 @@ def _short(value: Any) -> str:
         return text
 
 
+def _by_short(table: Mapping[str, str], value: Any) -> str | None:
+    """``table``'s entry for a short id as the context shows it (``"12"``), else as it normalizes
+    (``"12.0"``, ``" 12"`` -> ``"12"``)."""
+    hit = table.get(value) if isinstance(value, str) else None
+    return hit if hit is not None else table.get(_short(value))
+
+
 def _local_rows(
     t: GraphTables, context: Any, triples: dict[str, Triple], nodes: list[str], chunk_ids: list[str]
 ) -> None:
     """Add one local-search context's entities, relationships and sources (basic search: sources only)."""
     for short, title in _rows(context, "entities", "id", "entity"):
-        title = str(title or t.entity_by_short.get(_short(short), "")).strip()
+        title = str(title or _by_short(t.entity_by_short, short) or "").strip()
         if title:
             nodes.append(title)
     for short, source, target in _rows(context, "relationships", "id", "source", "target"):
-        tid = t.by_short.get(_short(short)) or t.by_pair.get((str(source), str(target)))
+        tid = _by_short(t.by_short, short) or t.by_pair.get((str(source), str(target)))
         if tid is not None:
             triples[tid] = t.triples[tid]
     for short, text in _rows(context, "sources", "id", "text"):
-        uid = t.unit_by_short.get(_short(short))
+        uid = _by_short(t.unit_by_short, short)
         if uid is None or (text is not None and uid in t.chunks and t.chunks[uid].text != str(text)):
             uid = t.unit_by_text.get(str(text)) if text is not None else uid
         if uid is not None:

@@ -464,6 +464,31 @@ def test_record_logprobs_cover_only_the_record_tokens() -> None:
     assert record_logprobs(content, [("x", -0.1)]) == []  # tokens that do not spell the text: nothing
 
 
+def test_context_columns_read_as_pandas_lists_them() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from triage_graphrag.translate import _column, _rows
+
+    frame = pd.DataFrame(
+        {
+            "id": pd.array(["1", None, "3"], dtype="str"),
+            "obj": pd.Series(["a", 2, None], dtype=object),
+            "n": [1, 2, 3],
+            "x": [0.5, np.nan, 2.0],
+            "when": pd.to_datetime(["2026-01-01", None, "2026-01-03"]),
+            "nullable": pd.array([1, None, 3], dtype="Int64"),
+            "in_context": [True, False, True],
+        }
+    )
+    for name in frame.columns:
+        got, expected = _column(frame, name, 3), frame[name].tolist()
+        assert [(type(v), repr(v)) for v in got] == [(type(v), repr(v)) for v in expected], name
+    assert _column(frame, "absent", 3) == [None, None, None]
+    rows = _rows({"t": frame}, "t", "id", "n")
+    assert rows == [("1", 1), ("3", 3)]  # the row left out of the context is dropped
+
+
 def test_priority_ranks_follow_p_and_keep_degree_order_on_ties() -> None:
     from triage_graphrag.reweight import LEVELS, priority_ranks
 

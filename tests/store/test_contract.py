@@ -268,3 +268,41 @@ def test_parts_of_a_rolled_back_transaction_are_not_taken_as_stored(store):
     store.record_event(RetrievalEvent("f", "q2", "?", subgraph=Subgraph((a,))))
     assert store.counts()["parts"] == 1
     assert [e.subgraph.triples for e in store.events()] == [(a,)]
+
+
+def test_parts_written_in_a_transaction_are_remembered_only_when_it_commits(store, monkeypatch):
+    """Inside ``transaction()`` a write's parts are remembered (not sent again) once the outer
+    transaction commits; the parts of a rolled-back transaction or savepoint are sent again."""
+    from triage_plugins.contract.events import RetrievalEvent, Subgraph, Triple
+
+    sent: list[list[str]] = []
+    unknown = type(store)._unknown_parts
+
+    def spy(self, conn, parts, written):
+        out = unknown(self, conn, parts, written)
+        sent.append([key for key, _ in out])
+        return out
+
+    monkeypatch.setattr(type(store), "_unknown_parts", spy)
+    a, b, c = Triple.of("A", "r", "B"), Triple.of("B", "r", "C"), Triple.of("C", "r", "D")
+    RetrievalEvent("f", "q0", "?", subgraph=Subgraph((a, b, c))).to_json()  # met once: parts from now on
+
+    def record(qid: str, triple: Triple) -> None:
+        store.record_event(RetrievalEvent("f", qid, "?", subgraph=Subgraph((triple,))))
+
+    with store.transaction():
+        record("q1", a)
+    record("q2", a)
+    assert [len(keys) for keys in sent] == [1, 0]  # committed: a is not sent again
+    with pytest.raises(RuntimeError), store.transaction():
+        record("q3", b)
+        raise RuntimeError("roll back")
+    with store.transaction():
+        with pytest.raises(RuntimeError), store.transaction():
+            record("q4", c)
+            raise RuntimeError("roll back the savepoint only")
+        record("q5", b)
+    record("q6", c)
+    assert [len(keys) for keys in sent] == [1, 0, 1, 1, 1, 1]  # b and c: sent again after each rollback
+    assert [e.query_id for e in store.events()] == ["q1", "q2", "q5", "q6"]
+    assert [e.subgraph.triples for e in store.events()] == [(a,), (a,), (b,), (c,)]

@@ -310,15 +310,6 @@ class PostgresStore(SQLStore):
             f"write to {self.url} failed and was rolled back: {_scrub(str(exc), self._conninfo)}"
         )
 
-    @contextmanager
-    def transaction(self) -> Iterator[PostgresStore]:
-        """Group writes atomically on this thread: ``BEGIN`` … ``COMMIT``, ``ROLLBACK`` on an exception.
-
-        Nested uses (and the public methods' writes inside) become savepoints of the outer transaction.
-        """
-        with self._tx():
-            yield self
-
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         with self._conn() as conn:
             try:

@@ -174,14 +174,45 @@ class SQLStore:
 
     @contextmanager
     def _writing_parts(self) -> Iterator[tuple[Any, Written]]:
-        """A write transaction (:meth:`_tx`) and the record of the parts it stores; once it has
-        committed at the top level their keys are remembered (a nested one may yet roll back)."""
+        """A write transaction (:meth:`_tx`) and the record of the parts it stores; their keys are
+        remembered once it has committed: at once at the top level, inside :meth:`transaction` when
+        that commits (a nested write may yet roll back with it)."""
         written = Written()
         nested = self._nested()
         with self._tx() as conn:
             yield conn, written
-        if not nested:
+        if nested:
+            self._parts_pending().append(written)
+        else:
             self._parts_committed(written)
+
+    def _parts_pending(self) -> list[Written]:
+        """This thread's part writes inside an open :meth:`transaction`, remembered when it commits."""
+        return self._local.__dict__.setdefault("parts_pending", [])
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """Group writes atomically on this thread (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: ``BEGIN``)
+        … ``COMMIT``, ``ROLLBACK`` on an exception; yields the store.
+
+        Nested uses (and the writes of the public methods inside) become savepoints of the outer
+        transaction: an inner failure that is caught undoes only the inner writes.
+        """
+        outer = not self._nested()
+        pending = self._parts_pending()
+        if outer:
+            pending.clear()  # left by a transaction opened otherwise: forgotten (the parts are re-sent)
+        mark = len(pending)
+        try:
+            with self._tx():
+                yield self
+        except BaseException:
+            del pending[mark:]  # rolled back: these parts are not stored
+            raise
+        if outer:
+            done, pending[:] = pending[:], []
+            for written in done:
+                self._parts_committed(written)
 
     def _parts_committed(self, written: Written) -> None:
         """Remember the part keys of a committed transaction, unless a prune came in between."""

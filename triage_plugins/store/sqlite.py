@@ -549,16 +549,6 @@ class SQLiteStore(SQLStore):
                 finally:
                     h.depth -= 1
 
-    @contextmanager
-    def transaction(self) -> Iterator[SQLiteStore]:
-        """Group writes atomically: ``BEGIN IMMEDIATE`` … ``COMMIT``, ``ROLLBACK`` on an exception.
-
-        Nested uses (and the writes of the public methods inside) become savepoints of the
-        outer transaction: an inner failure that is caught undoes only the inner writes.
-        """
-        with self._tx():
-            yield self
-
     def _read(self, sql: str, params: Iterable[Any] = ()) -> list[tuple]:
         with self._lease() as h:
             try:
