@@ -306,3 +306,51 @@ def test_parts_written_in_a_transaction_are_remembered_only_when_it_commits(stor
     assert [len(keys) for keys in sent] == [1, 0, 1, 1, 1, 1]  # b and c: sent again after each rollback
     assert [e.query_id for e in store.events()] == ["q1", "q2", "q5", "q6"]
     assert [e.subgraph.triples for e in store.events()] == [(a,), (a,), (b,), (c,)]
+
+
+def test_metric_rows_of_one_query_are_packed_and_read_back_as_written(store):
+    """Consecutive rows of one scope id (same run, framework, retriever, time) are one table row;
+    reads, name filters, counts and deletes see every metric row as written, in order."""
+    run = store.start_run("packing")
+    nan_details = {"ratio": float("nan"), "inf": float("inf"), "nested": {"a": [1, 2]}, "s": "é\x01"}
+    rows = [
+        MetricRow("graph", "g", "DNR", 0.25, details={"isolated": 0}),
+        MetricRow("query", "q1", "QGR", 1.0, framework="lightrag", retriever="global", n=3),
+        MetricRow("query", "q1", "ERC", None, "no mentions", framework="lightrag", retriever="global"),
+        MetricRow("query", "q1", "signature", None, "healthy", framework="lightrag", details=nan_details),
+        MetricRow("query", "q1", "RHD", 0.1, framework="lightrag", details=nan_details),
+        MetricRow("query", "q2", "QGR", 0.5, framework="lightrag", ts=12.5),
+        MetricRow("query", "q2", "ERC", 2.0, framework="lightrag", ts=12.5),
+    ]
+    assert store.record_metrics(rows, run_id=run) == len(rows)
+    assert store._read("SELECT COUNT(*) FROM metrics")[0][0] == 4  # DNR; q1's first two; q1's last two; q2
+    got = store.metrics()
+    assert [(r.scope, r.scope_id, r.name, r.value, r.reason, r.n, r.framework, r.retriever) for r in got] == [
+        (r.scope, r.scope_id, r.name, r.value, r.reason, r.n, r.framework, r.retriever) for r in rows
+    ]
+    assert [repr(dict(r.details)) for r in got] == [repr(dict(r.details)) for r in rows]
+    assert {r.run_id for r in got} == {run}
+    assert [r.ts for r in got][-2:] == [12.5, 12.5]
+    assert [(r.scope_id, r.value) for r in store.metrics(name="QGR")] == [("q1", 1.0), ("q2", 0.5)]
+    assert [r.name for r in store.metrics("query", scope_id="q2")] == ["QGR", "ERC"]
+    assert [r.name for r in store.metrics(retriever="global")] == ["QGR", "ERC"]
+    assert store.metrics(name="absent") == []
+    assert store.counts()["metrics"] == len(rows)
+    assert store.delete_run(run)["metrics"] == len(rows)
+    assert store.counts()["metrics"] == 0
+
+
+def test_the_packed_rows_name_is_reserved_and_a_damaged_packed_row_is_a_clear_error(store):
+    with pytest.raises(StoreError, match="reserved"):
+        MetricRow("query", "q1", "*", 1.0)
+    with pytest.raises(StoreError, match="details of metric 'B'"):
+        store.record_metrics(
+            [MetricRow("query", "q", "A", 1.0), MetricRow("query", "q", "B", 1.0, details={"x": object()})]
+        )
+    assert store.counts()["metrics"] == 0  # all or none
+    store.record_metrics([MetricRow("query", "q", "A", 1.0), MetricRow("query", "q", "B", 2.0)])
+    sql = "UPDATE metrics SET details = '[[\"A\", 1.0]]' WHERE name = '*'"
+    with store._tx() as conn:
+        conn.execute(sql)
+    with pytest.raises(StoreError, match="packed metric row of query 'q' is damaged"):
+        store.metrics()

@@ -18,6 +18,9 @@ __all__ = ["SCOPES", "TABLES", "MetricRow", "RunRow", "ScoreRow"]
 
 SCOPES: tuple[str, ...] = ("chunk", "graph", "query")
 TABLES: tuple[str, ...] = ("runs", "events", "metrics", "scores", "params", "blobs", "parts")
+#: ``metrics.name`` of a packed row (schema 6): several metric rows of one scope id stored as one
+#: (``triage_plugins.store.sql``); no metric may take this name.
+PACKED = "*"
 
 # --------------------------------------------------------------------------- rows
 
@@ -52,6 +55,8 @@ class MetricRow:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise StoreError(f"MetricRow.{name} must be a non-blank string, got {value!r}")
+        if self.name == PACKED:
+            raise StoreError(f"metric name {PACKED!r} is reserved (the store's packed rows); choose another")
         if self.value is None:
             if not isinstance(self.reason, str) or not self.reason.strip():
                 raise StoreError(f"metric {self.name!r} of {self.scope_id!r}: a None value needs a reason")

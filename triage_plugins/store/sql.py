@@ -20,7 +20,7 @@ from typing import Any
 
 from triage_plugins.contract.errors import EventError, StoreError
 from triage_plugins.contract.events import EVENT_TYPES, Event, from_json, join_json, part_keys, split_json
-from triage_plugins.store.rows import SCOPES, TABLES, MetricRow, RunRow, _dumps, _finite, _need_text
+from triage_plugins.store.rows import PACKED, SCOPES, TABLES, MetricRow, RunRow, _dumps, _finite, _need_text
 
 __all__ = ["DEDUPLICATED_KINDS", "PAGE", "SQLStore"]
 
@@ -29,6 +29,8 @@ PAGE = 500  # rows per page when iterating events; ids per IN (...) query
 DEDUPLICATED_KINDS: frozenset[str] = frozenset({"graph"})
 
 _EVENT_SQL = "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blobs b ON b.hash = e.blob WHERE "
+#: How many metric rows a set of ``metrics`` table rows holds (a packed row holds ``n``).
+_METRIC_COUNT = f"COALESCE(SUM(CASE WHEN name = '{PACKED}' THEN n ELSE 1 END), 0)"
 _PART_CACHE = 50_000  # parts held while iterating events (a page's parts are fetched in one query)
 
 
@@ -127,9 +129,12 @@ class SQLStore:
                 out["events"] += conn.execute(
                     self._q("DELETE FROM events WHERE run_id = ?"), (run_id,)
                 ).rowcount
-                out["metrics"] += conn.execute(
-                    self._q("DELETE FROM metrics WHERE run_id = ?"), (run_id,)
-                ).rowcount
+                out["metrics"] += int(
+                    conn.execute(
+                        self._q(f"SELECT {_METRIC_COUNT} FROM metrics WHERE run_id = ?"), (run_id,)
+                    ).fetchone()[0]
+                )
+                conn.execute(self._q("DELETE FROM metrics WHERE run_id = ?"), (run_id,))
                 out["runs"] += conn.execute(self._q("DELETE FROM runs WHERE id = ?"), (run_id,)).rowcount
             out["blobs"] = conn.execute(
                 "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.blob = blobs.hash)"
@@ -273,23 +278,84 @@ class SQLStore:
         return sorted({row[6]: row[7] for row in rows if row[6] is not None}.items())
 
     @staticmethod
-    def _metric_row(row: MetricRow, run_id: str | None, now: float) -> tuple:
+    def _metric_key(row: MetricRow, run_id: str | None, now: float) -> tuple:
+        """(run id, scope, scope id, framework, retriever, time) of a row as it is stored."""
         if not isinstance(row, MetricRow):
             raise StoreError(f"record_metrics expects MetricRow items, got {type(row).__name__}")
-        details = _dumps(dict(row.details), f"details of metric {row.name!r}", allow_nan=True)
         return (
             row.run_id if row.run_id is not None else run_id,
             row.scope,
             row.scope_id,
+            row.framework,
+            row.retriever,
+            now if row.ts is None else _finite(row.ts, "MetricRow.ts"),
+        )
+
+    @classmethod
+    def _metric_row(cls, row: MetricRow, run_id: str | None, now: float) -> tuple:
+        run, scope, scope_id, framework, retriever, ts = cls._metric_key(row, run_id, now)
+        details = _dumps(dict(row.details), f"details of metric {row.name!r}", allow_nan=True)
+        return (
+            run,
+            scope,
+            scope_id,
             row.name,
             row.value,
             row.reason,
             row.n,
-            row.framework,
-            row.retriever,
+            framework,
+            retriever,
             details,
-            now if row.ts is None else _finite(row.ts, "MetricRow.ts"),
+            ts,
         )
+
+    @classmethod
+    def _metric_values(cls, rows: list[MetricRow], run_id: str | None, now: float) -> list[tuple]:
+        """The table rows of ``rows``, in order; consecutive rows with the same key (:meth:`_metric_key`)
+        are packed into one: name :data:`PACKED`, ``reason`` their names, ``n`` their count, ``details``
+        the JSON list of their ``[name, value, reason, n, details]``. A row alone is stored as it is.
+
+        The usage metrics write about 12 rows per query, each row an insert into the table and two
+        indexes; one packed row costs about a fifth of that (``benchmarks/RESULTS.md``).
+        """
+        keys = [cls._metric_key(row, run_id, now) for row in rows]
+        out: list[tuple] = []
+        start = 0
+        for i in range(1, len(rows) + 1):
+            if i < len(rows) and keys[i] == keys[start]:
+                continue
+            if i - start == 1:
+                out.append(cls._metric_row(rows[start], run_id, now))
+            else:
+                out.append(cls._packed_row(rows[start:i], keys[start]))
+            start = i
+        return out
+
+    @classmethod
+    def _packed_row(cls, rows: list[MetricRow], key: tuple) -> tuple:
+        run, scope, scope_id, framework, retriever, ts = key
+        packed = [[r.name, r.value, r.reason, r.n, dict(r.details)] for r in rows]
+        try:
+            details = _dumps(packed, "packed metric rows", allow_nan=True)
+        except StoreError:
+            for row in rows:  # name the metric whose details cannot be stored
+                cls._metric_row(row, run, ts)
+            raise
+        names = ",".join(r.name for r in rows)
+        return (run, scope, scope_id, PACKED, None, names, len(rows), framework, retriever, details, ts)
+
+    @staticmethod
+    def _unpacked(r: tuple, name: str | None) -> list[MetricRow]:
+        """The metric rows of a packed table row ``r`` (as :meth:`metrics` selects it), those named
+        ``name`` only when given."""
+        try:
+            return [
+                MetricRow(r[0], r[1], m, value, reason, r[5], r[6], r[7], details, n, r[10])
+                for m, value, reason, n, details in json.loads(r[8])
+                if name is None or m == name
+            ]
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"the packed metric row of {r[0]} {r[1]!r} is damaged: {exc}") from None
 
     # ------------------------------------------------------------------ metrics
 
@@ -313,16 +379,20 @@ class SQLStore:
             ("framework", framework), ("retriever", retriever),
         ):  # fmt: skip
             if value is not None:
-                where.append(f"{column} = ?")
+                where.append(f"name IN (?, '{PACKED}')" if column == "name" else f"{column} = ?")
                 params.append(value)
         sql = "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts FROM metrics"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        rows = self._read(self._q(sql + " ORDER BY id"), params)
-        return [
-            MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
-            for r in rows
-        ]
+        out: list[MetricRow] = []
+        for r in self._read(self._q(sql + " ORDER BY id"), params):
+            if r[2] == PACKED:
+                out.extend(self._unpacked(r, name))
+            else:
+                out.append(
+                    MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
+                )
+        return out
 
     # ------------------------------------------------------------------ events
 
@@ -455,5 +525,10 @@ class SQLStore:
         return json.loads(rows[0][0]) if rows else default
 
     def counts(self) -> dict[str, int]:
-        """Rows per table: runs, events, metrics, scores, params, blobs, parts."""
-        return {table: int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0]) for table in TABLES}
+        """Rows per table: runs, events, metrics (one per metric, packed or not), scores, params, blobs, parts."""
+        return {
+            table: int(
+                self._read(f"SELECT {_METRIC_COUNT if table == 'metrics' else 'COUNT(*)'} FROM {table}")[0][0]
+            )
+            for table in TABLES
+        }

@@ -20,7 +20,10 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``; the fil
 ``metrics``
     one metric value per row: ``scope`` (``chunk`` / ``graph`` / ``query``), ``scope_id``,
     ``name`` (the paper's symbol), ``value`` or NULL with a ``reason`` (undefined is not zero),
-    ``n``, ``framework``, ``retriever``, ``details`` (JSON), ``run_id``, ``ts``.
+    ``n``, ``framework``, ``retriever``, ``details`` (JSON), ``run_id``, ``ts``. Since schema 6 the
+    rows of one scope id written together are one *packed* row: ``name`` ``'*'``, ``reason`` their
+    names, ``n`` their count, ``details`` the JSON list of their ``[name, value, reason, n,
+    details]`` (read back one by one by :meth:`SQLiteStore.metrics`).
 ``scores``
     EvoRAG contribution scores (EvoRAG §4.2): ``unit`` (``triple`` / ``chunk``), ``id``, ``raw``
     (stored raw, starting at 100), ``n_updates``, ``updated_at``. Updates are single
@@ -168,6 +171,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE parts_pruned (n INTEGER NOT NULL)",  # bumped when prune deletes parts
         "INSERT INTO parts_pruned (n) VALUES (0)",
     ),
+    # 6: metric rows of one scope id written together may be one packed row (name '*', sql.py); no
+    # DDL: the version keeps triage versions that would misread such rows out of the file
+    (),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -710,9 +716,9 @@ class SQLiteStore(SQLStore):
         count = 0
         with self._tx() as db:
             for chunk in _chunks(rows):
-                values = [self._metric_row(row, run_id, now) for row in chunk]
+                values = self._metric_values(chunk, run_id, now)
                 self._insert(db, self._INSERT_METRIC, values, {v[0] for v in values}, many=True)
-                count += len(values)
+                count += len(chunk)
         return count
 
     # ------------------------------------------------------------------ contribution scores
