@@ -17,6 +17,7 @@ every world question, interleaving plain and instrumented runs (which goes first
 Two figures per run: **latency** (wall time on the host's path) and **total CPU**
 (``time.process_time()``, every thread, from the start of the run until the instrumented manager's
 queue is flushed: the deferred work — usage metrics, SQLite writes on the worker — is inside it).
+The CPU ratio comes with a 95 % bootstrap interval over the paired queries (``ratio_ci.py``).
 Targets: total CPU <= 1.03 (issue #20), latency <= 1.05. Run::
 
     python benchmarks/bench_graphrag.py [--root DIR] [--passes 2]
@@ -32,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from ratio_ci import cost_interval, format_interval
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -174,7 +177,7 @@ def run_passes(
 def report(times: dict[str, list[tuple[float, float]]], observed: Any) -> None:
     print(
         f"{'step':13} {'side':9} {'n':>4} {'latency ms':>10} {'ratio':>6} {'paired':>6} "
-        f"{'cpu ms':>7} {'cpu ratio':>9}"
+        f"{'cpu ms':>7} {'cpu ratio':>9} {'cpu 95% CI':>11}"
     )
     for step, plain, sides in (
         ("context step", "ctx_plain", ("ctx_triage", "ctx_inline")),
@@ -187,12 +190,13 @@ def report(times: dict[str, list[tuple[float, float]]], observed: Any) -> None:
         for key in sides:
             lt = [t for t, _ in times[key]]
             ct = sum(c for _, c in times[key])
+            ci = format_interval(cost_interval([c for _, c in times[plain]], [c for _, c in times[key]]))
             paired = statistics.median(t / p for t, p in zip(lt, lp, strict=True))
             side = {"ctx_triage": "triage", "ctx_inline": "inline", "s_triage": "triage"}.get(key, "reweight")
             print(
                 f"{step:13} {side:9} {len(lt):4d} {statistics.median(lt) * 1e3:10.2f} "
                 f"{statistics.median(lt) / statistics.median(lp):6.3f} {paired:6.3f} "
-                f"{ct / len(lt) * 1e3:7.2f} {ct / cp:9.3f}"
+                f"{ct / len(lt) * 1e3:7.2f} {ct / cp:9.3f} {ci:>11}"
             )
     m = observed.manager
     print(f"store: {m.store.counts()}, dropped events: {m.dropped}, plugin failures: {dict(m.failures)}")

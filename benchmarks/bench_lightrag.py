@@ -24,7 +24,8 @@ diluted by model CPU, so it stays the strict one). ``--delay-kind burn`` spins t
 
 Reported per (delay, method, mode): median latency plain / instrumented, their ratio and the median of
 per-query paired ratios; CPU per query plain / instrumented, the ratio of the totals (the cost) and the
-median of per-block paired ratios (robust to one block hit by a garbage collection or a neighbour);
+median of per-block paired ratios (robust to one block hit by a garbage collection or a neighbour)
+and a 95 % bootstrap interval of the CPU ratio over the paired blocks (``ratio_ci.py``);
 and the garbage collector's CPU per query during each side's blocks (``gc.callbacks``; part of the CPU
 figures, shown because a full collection over LightRAG's loaded graph costs ~0.1 s). Targets:
 total CPU <= 1.03 (issue #20), latency <= 1.05 (issue #15).
@@ -51,6 +52,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ratio_ci import cost_interval, format_interval
 
 MODES = ("local", "global", "hybrid", "mix", "naive")
 METHODS = ("aquery_data", "aquery")
@@ -269,11 +272,26 @@ def _rows(samples: Samples) -> list[tuple]:
         bp = [c for k in members for c in samples.cpu[k]["plain"]]
         bt = [c for k in members for c in samples.cpu[k]["traced"]]
         cpu_paired = statistics.median(t / p for p, t in zip(bp, bt, strict=True))
+        ci = format_interval(cost_interval(bp, bt))
         mp, mt = statistics.median(lp), statistics.median(lt)
         gp = sum(samples.gc[k]["plain"] for k in members) / len(lp)
         gt = sum(samples.gc[k]["traced"] for k in members) / len(lt)
         out.append(
-            (*key, len(lp), mp, mt, mt / mp, paired, cp / len(lp), ct / len(lt), ct / cp, cpu_paired, gp, gt)
+            (
+                *key,
+                len(lp),
+                mp,
+                mt,
+                mt / mp,
+                paired,
+                cp / len(lp),
+                ct / len(lt),
+                ct / cp,
+                cpu_paired,
+                ci,
+                gp,
+                gt,
+            )
         )
     return out
 
@@ -308,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write(
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; delay kind {args.delay_kind}\n"
         f"{'corpus':7} {'edges':>5} {'delay':>5} {'method':11} {'mode':6} {'n':>4} {'lat plain':>9} "
-        f"{'lat traced':>10} {'ratio':>6} {'paired':>6} {'cpu plain':>9} {'cpu traced':>10} {'cpu ratio':>9} {'paired':>6} {'gc plain':>8} {'gc traced':>9}\n"
+        f"{'lat traced':>10} {'ratio':>6} {'paired':>6} {'cpu plain':>9} {'cpu traced':>10} {'cpu ratio':>9} {'paired':>6} {'cpu 95% CI':>11} {'gc plain':>8} {'gc traced':>9}\n"
     )
     for corpus in corpora:
         samples, edges = asyncio.run(
@@ -325,12 +343,12 @@ def main(argv: list[str] | None = None) -> int:
                 methods,
             )
         )
-        for seconds, method, mode, n, mp, mt, ratio, paired, cp, ct, cratio, cpaired, gp, gt in _rows(
+        for seconds, method, mode, n, mp, mt, ratio, paired, cp, ct, cratio, cpaired, ci, gp, gt in _rows(
             samples
         ):
             sys.stdout.write(
                 f"{corpus:7} {edges:5d} {seconds * 1e3:5.0f} {method:11} {mode:6} {n:4d} {mp * 1e3:9.2f} "
-                f"{mt * 1e3:10.2f} {ratio:6.3f} {paired:6.3f} {cp * 1e3:9.2f} {ct * 1e3:10.2f} {cratio:9.3f} {cpaired:6.3f} {gp * 1e3:8.2f} {gt * 1e3:9.2f}\n"
+                f"{mt * 1e3:10.2f} {ratio:6.3f} {paired:6.3f} {cp * 1e3:9.2f} {ct * 1e3:10.2f} {cratio:9.3f} {cpaired:6.3f} {ci:>11} {gp * 1e3:8.2f} {gt * 1e3:9.2f}\n"
             )
         sys.stdout.flush()
     sys.stdout.write(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end\n")

@@ -10,7 +10,9 @@ the noise of a shared machine hit both sides alike. Two figures:
 - **latency** — each query's wall time on the host's path;
 - **total CPU** — ``time.process_time()`` (every thread) over the block, the instrumented block until
   its manager's queue is flushed: the deferred work (event delivery, usage metrics, gate, SQLite
-  writes on the worker) is inside the measurement.
+  writes on the worker) is inside the measurement. The ratio of the totals comes with a 95 %
+  bootstrap interval over the paired blocks (``ratio_ci.py``): on a shared machine a single ratio
+  moves by several per cent.
 
 Configurations: ``adapter`` = triage handlers + a manager without plugins (the adapter's own cost:
 span tree, parsing, grounding, event construction, the hand-off to the worker); ``defaults`` = the
@@ -37,6 +39,7 @@ from typing import Any
 
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.schema import TextNode
+from ratio_ci import cost_interval, format_interval
 
 from triage_llamaindex import instrument
 from triage_llamaindex.offline import OfflineEmbedding, OfflineLLM
@@ -126,9 +129,10 @@ def report(name: str, delay_ms: float, r: dict[str, list]) -> None:
     mp, mt = statistics.median(lp), statistics.median(lt)
     paired = statistics.median(t / p for p, t in zip(lp, lt, strict=True))
     cp, ct = sum(r["cpu_plain"]), sum(r["cpu_traced"])
+    ci = format_interval(cost_interval(r["cpu_plain"], r["cpu_traced"]))
     print(
         f"{name:<9} {delay_ms:5.0f} {len(lp):4d} {mp * 1e3:9.2f} {mt * 1e3:10.2f} {mt / mp:6.3f} {paired:6.3f} "
-        f"{cp / len(lp) * 1e3:9.2f} {ct / len(lt) * 1e3:10.2f} {ct / cp:9.3f}"
+        f"{cp / len(lp) * 1e3:9.2f} {ct / len(lt) * 1e3:10.2f} {ct / cp:9.3f} {ci:>11}"
     )
 
 
@@ -154,7 +158,7 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; delay kind {args.delay_kind}")
     print(
         f"{'config':<9} {'delay':>5} {'n':>4} {'lat plain':>9} {'lat traced':>10} {'ratio':>6} {'paired':>6} "
-        f"{'cpu plain':>9} {'cpu traced':>10} {'cpu ratio':>9}"
+        f"{'cpu plain':>9} {'cpu traced':>10} {'cpu ratio':>9} {'cpu 95% CI':>11}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for delay_ms in (float(d) for d in args.delays.split(",") if d.strip()):
