@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from triage_plugins.contract.errors import EventError, StoreError
 from triage_plugins.contract.events import EVENT_TYPES, Event, from_json, join_json, part_keys, split_json
@@ -196,7 +196,7 @@ class SQLStore:
         return self._local.__dict__.setdefault("parts_pending", [])
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Self]:
         """Group writes atomically on this thread (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: ``BEGIN``)
         … ``COMMIT``, ``ROLLBACK`` on an exception; yields the store.
 
