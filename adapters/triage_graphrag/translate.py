@@ -391,7 +391,7 @@ def _rows(context: Any, name: str, *columns: str) -> list[tuple[Any, ...]]:
         return []
     n = len(frame)
     cols = [_column(frame, c, n) for c in columns]
-    keep = _column(frame, "in_context", n) if "in_context" in frame.columns else [True] * n
+    keep = _column(frame, "in_context", n)  # no such column: all None, all kept
     return [row for row, k in zip(zip(*cols, strict=True), keep, strict=True) if k is not False]
 
 

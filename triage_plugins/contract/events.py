@@ -999,8 +999,6 @@ def _graph_json(graph: GraphView) -> str:
 # forgotten. Lookups map over a whole tuple of objects at once (C-level dict gets): a memoized object
 # costs no Python call.
 _FRAGMENT_BUDGET = 8_000_000  # characters of JSON text kept
-
-
 _SEEN_ONCE = 20_000  # objects seen once remembered (forgotten all at once past it: a small dict)
 
 

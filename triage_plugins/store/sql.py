@@ -293,7 +293,12 @@ class SQLStore:
 
     @classmethod
     def _metric_row(cls, row: MetricRow, run_id: str | None, now: float) -> tuple:
-        run, scope, scope_id, framework, retriever, ts = cls._metric_key(row, run_id, now)
+        return cls._keyed_row(row, cls._metric_key(row, run_id, now))
+
+    @staticmethod
+    def _keyed_row(row: MetricRow, key: tuple) -> tuple:
+        """The table row of one metric row whose :meth:`_metric_key` is ``key``."""
+        run, scope, scope_id, framework, retriever, ts = key
         details = _dumps(dict(row.details), f"details of metric {row.name!r}", allow_nan=True)
         return (
             run,
@@ -325,7 +330,7 @@ class SQLStore:
             if i < len(rows) and keys[i] == keys[start]:
                 continue
             if i - start == 1:
-                out.append(cls._metric_row(rows[start], run_id, now))
+                out.append(cls._keyed_row(rows[start], keys[start]))
             else:
                 out.append(cls._packed_row(rows[start:i], keys[start]))
             start = i
@@ -339,7 +344,7 @@ class SQLStore:
             details = _dumps(packed, "packed metric rows", allow_nan=True)
         except StoreError:
             for row in rows:  # name the metric whose details cannot be stored
-                cls._metric_row(row, run, ts)
+                cls._keyed_row(row, key)
             raise
         names = ",".join(r.name for r in rows)
         return (run, scope, scope_id, PACKED, None, names, len(rows), framework, retriever, details, ts)
