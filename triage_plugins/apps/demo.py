@@ -220,6 +220,28 @@ def _world_counts(world: World, chunks: int, pipeline: ReferencePipeline) -> dic
 def _feedback_rounds(
     manager: Any, pipeline: ReferencePipeline, world: World, k: int, bar: Callable
 ) -> list[dict[str, Any]]:
+    """Round 0 measures the held-out (test) accuracy with reweighting on and nothing learned; each
+    round r ≥ 1 then
+
+    1. answers every training question with the scores as they stand at the round's start,
+    2. rates each answer (gold feedback, in question order) and flushes, so all of it is learned,
+    3. evolves the graph once (relation fusion and suppression) and flushes its graph event,
+    4. measures the held-out accuracy.
+
+    Why answer the whole round before rating it, rather than rate each answer as it comes: feedback
+    is delivered to the learner by the background worker, so with rating interleaved, whether
+    question i + 1 is reranked with question i's feedback already learned depended on the worker's
+    timing (issue #30: seed 4 gave held-out 0.567 or 0.533 from one run to the next). Here no
+    feedback is in flight while the host asks, and the learner sees one fixed, ordered sequence of
+    events, so every round is a function of the seed alone. This is EvoRAG's iteration shape (a
+    batch of queries answered by one state of the scores, their feedback backpropagated, then one
+    KG evolution) and the one :func:`triage_plugins.adapter_kit.runner.run_rounds` gives the real
+    frameworks; flushing after every feedback would also be deterministic, but would make the host
+    wait on the worker per question and measure a different (online) protocol than the frameworks'.
+
+    Feedback is learned on the training half (even positions) only; accuracy is measured on the
+    held-out half (odd positions).
+    """
     train = world.questions[0::2]
     test = world.questions[1::2]
     learner = manager.get_plugin("triage.feedback")
@@ -232,13 +254,15 @@ def _feedback_rounds(
     before = _accuracy(pipeline, test, FEEDBACK_RETRIEVER, tick)
     out = [{"round": 0, "test_accuracy": before, "train_accuracy": None, "shortcuts": 0}]
     for r in range(1, k + 1):
+        answers = []
+        for q in train:  # all with the scores of the round's start: no feedback is in flight
+            answers.append((q, pipeline.ask(q.text, retriever=FEEDBACK_RETRIEVER, gold=q.gold())))
+            tick()
         correct = 0
-        for q in train:
-            answer = pipeline.ask(q.text, retriever=FEEDBACK_RETRIEVER, gold=q.gold())
+        for q, answer in answers:
             ok = answer_is_correct(answer.text, q.answers)
             correct += ok
             pipeline.feedback(answer.query_id, 1.0 if ok else 0.0, source="gold")
-            tick()
         manager.flush()
         shortcuts = learner.evolve()
         if shortcuts:

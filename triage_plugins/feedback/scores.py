@@ -124,6 +124,7 @@ class ContributionScores:
         self.scale = float(scale)
         self._cache: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._generation = 0  # bumped by refresh(): a store read begun before it is not cached
 
     # ------------------------------------------------------------------ reading
 
@@ -146,23 +147,37 @@ class ContributionScores:
 
     def scored(self) -> dict[str, float]:
         """Raw score of every unit that has a stored score (read from the store; refreshes the cache)."""
+        with self._lock:
+            generation = self._generation
         rows = self.store.get_scores(self.unit, None)
         out = {key: float(row.raw) for key, row in rows.items()}
-        with self._lock:
-            self._cache.update(out)
-        return out
+        return self._remember(out, generation)
 
     def refresh(self) -> None:
         """Forget the cache (the next read goes to the store)."""
         with self._lock:
             self._cache.clear()
+            self._generation += 1
 
     def _load(self, ids: Sequence[str]) -> dict[str, float]:
+        with self._lock:
+            generation = self._generation
         rows = self.store.get_scores(self.unit, list(dict.fromkeys(ids)))
         loaded = {key: self.init if (row := rows.get(key)) is None else float(row.raw) for key in ids}
+        return self._remember(loaded, generation)
+
+    def _remember(self, loaded: dict[str, float], generation: int) -> dict[str, float]:
+        """Cache what a store read returned, never over a value written since the read began (an
+        :meth:`add` of the learning thread is newer), and nothing at all when a :meth:`refresh`
+        came in between; returns the cached values where they are newer. Learned scores are then a
+        pure function of the ordered updates, whatever a concurrent rerank reads (issue #30)."""
         with self._lock:
-            self._cache.update(loaded)
-        return loaded
+            if generation != self._generation:
+                return loaded
+            cache = self._cache
+            for key, value in loaded.items():
+                cache.setdefault(key, value)
+            return {key: cache[key] for key in loaded}
 
     # ------------------------------------------------------------------ writing
 
