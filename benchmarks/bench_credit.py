@@ -1,4 +1,4 @@
-"""Learning speed of the feedback learner under flat retrieval: ``credit="entity"`` vs ``"path"``.
+"""Learning speed of the feedback learner under flat retrieval: ``credit="entity"``, ``"path"``, ``"relation"``.
 
 LightRAG, GraphRAG and LlamaIndex report retrieved relationships, not reasoning paths, so the
 learner takes each retrieved triple as a one-hop path. With ``credit="entity"`` (the rule before
@@ -60,7 +60,7 @@ from triage_plugins.feedback.priority import token_relevance
 from triage_plugins.reference.pipeline import ReferencePipeline
 from triage_plugins.runtime.manager import TriageManager
 
-RULES = ("entity", "path")
+RULES = ("entity", "path", "relation")
 
 
 @dataclass(frozen=True)

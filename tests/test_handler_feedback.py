@@ -27,7 +27,8 @@ from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.plugins.feedback import FeedbackLearner
 
 GOOD = Triple.of("Inception", "directed_by", "Christopher Nolan")
-BAD = Triple.of("Inception", "starring", "Leonardo DiCaprio")
+BAD = Triple.of("Inception", "directed_by", "Steven Spielberg")  # a false alternative answer
+STAR = Triple.of("Inception", "starring", "Leonardo DiCaprio")  # true, another relation: a bystander
 QUERY = "Who directed Inception?"
 
 
@@ -82,14 +83,34 @@ def test_feedback_moves_scores_and_rerank_follows() -> None:
     learner.triage_retrieval(_retrieval())
     learner.triage_generation(_generation())
     learner.triage_feedback(FeedbackEvent("ref", "q1", 1.0))
-    # hand computed (test_backprop): ∂loss/∂S_c = ∓0.5, step ±25 raw, bounded to ±20
+    # hand computed: GOOD (U = 1), BAD (U = −1) and the baseline path (U = 0, S_r 0.5, S_c 0.5) have
+    # P(L) = 1/3 each, E = 1/2, ∂loss/∂a = ∓1/3, ∂loss/∂S_c = 0.5·(∓1/3)/0.5, step ±0.25·200/3 raw
     assert learner.last_update is not None
-    assert dict(learner.last_update.deltas) == pytest.approx({GOOD.id: 20.0, BAD.id: -20.0})
-    np.testing.assert_allclose(learner.model().scores.raw([GOOD.id, BAD.id]), [120.0, 80.0])
+    assert dict(learner.last_update.deltas) == pytest.approx({GOOD.id: 50 / 3, BAD.id: -50 / 3})
+    np.testing.assert_allclose(learner.model().scores.raw([GOOD.id, BAD.id]), [100 + 50 / 3, 100 - 50 / 3])
     alpha = learner.model().optimizer.alpha
     prio = _rerank(learner)
-    assert prio == pytest.approx([(1 - alpha) * 0.5 + alpha * 0.6, (1 - alpha) * 0.5 + alpha * 0.4])
+    assert prio == pytest.approx(
+        [(1 - alpha) * 0.5 + alpha * (0.5 + 1 / 12), (1 - alpha) * 0.5 + alpha * (0.5 - 1 / 12)]
+    )
     assert prio[0] > prio[1]
+
+
+def test_the_relation_blind_rule_is_eq4_over_the_whole_context() -> None:
+    learner = _learner(reweight=True, options={"feedback.credit": "path"})
+    _rerank(learner, ids=(GOOD.id, STAR.id))
+    learner.triage_retrieval(_retrieval(subgraph=Subgraph((GOOD, STAR))))
+    learner.triage_generation(_generation())
+    learner.triage_feedback(FeedbackEvent("ref", "q1", 1.0))
+    # hand computed (test_backprop): ∂loss/∂S_c = ∓0.5, step ±25 raw, bounded to ±20; the bystander
+    # STAR competes under this rule (the collateral damage the default "relation" rule removes)
+    assert learner.last_update is not None
+    assert dict(learner.last_update.deltas) == pytest.approx({GOOD.id: 20.0, STAR.id: -20.0})
+    default = _learner(reweight=True)
+    default.triage_retrieval(_retrieval(subgraph=Subgraph((GOOD, STAR))))
+    default.triage_generation(_generation())
+    update = default.learn(FeedbackEvent("ref", "q1", 1.0))
+    assert update is not None and set(update.deltas) == {GOOD.id} and update.deltas[GOOD.id] > 0
 
 
 def test_repeated_feedback_lifts_a_useful_but_less_relevant_triple_to_the_top() -> None:
@@ -125,7 +146,7 @@ def test_explicit_paths_are_used() -> None:
 def test_gold_is_used_when_the_retrieval_carries_it() -> None:
     learner = _learner()
     learner.triage_retrieval(_retrieval(gold=Gold(answers=("Christopher Nolan",))))
-    learner.triage_generation(_generation("Leonardo DiCaprio", "Leonardo DiCaprio"))  # wrong answer
+    learner.triage_generation(_generation("Steven Spielberg", "Steven Spielberg"))  # wrong answer
     update = learner.learn(FeedbackEvent("ref", "q1", 0.0, source="gold"))
     # gold says the GOOD path reaches the answer, whatever the reader said
     assert update is not None and update.deltas[GOOD.id] > 0 and update.deltas[BAD.id] < 0
@@ -134,14 +155,15 @@ def test_gold_is_used_when_the_retrieval_carries_it() -> None:
 def test_chunk_level_learning() -> None:
     chunks = (
         Chunk("c1", "d1", "Inception was directed by Christopher Nolan."),
-        Chunk("c2", "d1", "Inception stars Leonardo DiCaprio."),
+        Chunk("c2", "d1", "Inception was directed by Steven Spielberg."),
+        Chunk("c3", "d1", "Inception stars Leonardo DiCaprio."),
     )
     learner = _learner(unit="chunk", reweight=True)
     learner.triage_retrieval(_retrieval(chunks=chunks))
     learner.triage_generation(_generation())
     update = learner.learn(FeedbackEvent("ref", "q1", 1.0))
     assert update is not None
-    assert update.deltas["c1"] > 0 and update.deltas["c2"] < 0
+    assert update.deltas["c1"] > 0 and update.deltas["c2"] < 0 and "c3" not in update.deltas
     assert learner.model("triple").scores.scored() == {}  # triple scores untouched
     prio = _rerank(learner, unit="chunk", ids=("c1", "c2"), rel=(0.5, 0.5))
     assert prio[0] > prio[1]
@@ -227,4 +249,4 @@ def test_through_the_manager(tmp_path) -> None:
         manager.flush()
         first, second = manager.rerank(request)
         assert first > second
-        assert manager.store.get_scores("triple", [GOOD.id])[GOOD.id].raw == pytest.approx(120.0)
+        assert manager.store.get_scores("triple", [GOOD.id])[GOOD.id].raw == pytest.approx(100 + 50 / 3)

@@ -87,7 +87,7 @@ def test_retriever_paths_are_judged_by_where_they_end() -> None:
 
 
 def test_answer_support_flat_good_answer() -> None:
-    ev = AnswerSupportEvaluator()
+    ev = AnswerSupportEvaluator(credit="path")  # relation-blind chains (test_relation_credit.py: the default)
     assert ev.evaluate(QUERY, "Steven Spielberg", FLAT, 1.0, _flat_context("Steven Spielberg")) == [
         1.0,
         -1.0,
@@ -116,7 +116,7 @@ def test_answer_support_flat_bad_answer_blames_only_the_chain() -> None:
 
 def test_answer_support_finds_the_question_entity_in_the_query_text() -> None:
     ctx = EvaluationContext(answer_entities=("Steven Spielberg",), flat=True)  # nothing grounded
-    assert AnswerSupportEvaluator().evaluate(QUERY, "Steven Spielberg", FLAT, 1.0, ctx) == [
+    assert AnswerSupportEvaluator(credit="path").evaluate(QUERY, "Steven Spielberg", FLAT, 1.0, ctx) == [
         1.0,
         -1.0,
         None,
@@ -127,7 +127,15 @@ def test_answer_support_finds_the_question_entity_in_the_query_text() -> None:
 def test_gold_flat_credits_the_triple_that_answers_the_question() -> None:
     gold = Gold(answers=("Steven Spielberg",), entities=("Jaws",))
     ctx = _flat_context("Ridley Scott", gold=gold)
-    assert GoldEvaluator().evaluate(QUERY, "Ridley Scott", FLAT, 0.0, ctx) == [1.0, -1.0, 0.0, 0.0]
+    assert GoldEvaluator(credit="path").evaluate(QUERY, "Ridley Scott", FLAT, 0.0, ctx) == [
+        1.0,
+        -1.0,
+        0.0,
+        0.0,
+    ]
+    # relation-aware: "film by" does not state "directed", so the true (Jaws, film by, Spielberg) is
+    # not promoted; the false alternative (Jaws, directed by, Ridley Scott) is lowered; no bystander moves
+    assert GoldEvaluator().evaluate(QUERY, "Ridley Scott", FLAT, 0.0, ctx) == [None, -1.0, None, None]
     assert GoldEvaluator(credit="entity").evaluate(QUERY, "Ridley Scott", FLAT, 0.0, ctx) == [
         1.0,
         -1.0,
@@ -227,8 +235,13 @@ def test_an_answer_no_chain_reaches_is_credited_to_the_triples_naming_it() -> No
     # have taken him from (Jaws, directed by, Ridley Scott), so that triple is blamed, and only it
     paths = [(PLANTED,), (JAWS_WRONG,)]
     ctx = _flat_context("Ridley Scott", topic="Inception")
-    ev = AnswerSupportEvaluator()
+    ev = AnswerSupportEvaluator(credit="path")
     assert ev.evaluate("Who directed Inception?", "Ridley Scott", paths, 0.0, ctx) == [None, -1.0]
+    # relation-aware credit blames it too (a rejected answer), but never promotes it for a right one
+    relation = AnswerSupportEvaluator()
+    assert relation.evaluate("Who directed Inception?", "Ridley Scott", paths, 0.0, ctx) == [None, -1.0]
+    # (were "Ridley Scott" right, (Inception, directed by, Spielberg) would be the alternative to lower)
+    assert relation.evaluate("Who directed Inception?", "Ridley Scott", paths, 1.0, ctx) == [-1.0, None]
 
 
 def test_label_memo_starts_afresh_with_a_new_graph_version() -> None:

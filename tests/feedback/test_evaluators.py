@@ -174,9 +174,12 @@ def test_answer_support_chunks() -> None:
         (Chunk("c2", "d1", "DiCaprio was born in Los Angeles."),),
     ]
     ctx = EvaluationContext(unit="chunk", answer_entities=("London",))
-    assert AnswerSupportEvaluator().evaluate(QUERY, "London", chunks, 1.0, ctx) == [1.0, -1.0]
+    old = AnswerSupportEvaluator(credit="path")
+    assert old.evaluate(QUERY, "London", chunks, 1.0, ctx) == [1.0, -1.0]
     text_only = EvaluationContext(unit="chunk")
-    assert AnswerSupportEvaluator().evaluate(QUERY, "Los Angeles", chunks, 0.0, text_only) == [None, -1.0]
+    assert old.evaluate(QUERY, "Los Angeles", chunks, 0.0, text_only) == [None, -1.0]
+    # by content (the default): no chunk states the asked relation, so none is an alternative answer
+    assert AnswerSupportEvaluator().evaluate(QUERY, "London", chunks, 1.0, ctx) == [1.0, None]
 
 
 # --------------------------------------------------------------------------- gold
@@ -248,4 +251,7 @@ def test_gold_chunks() -> None:
     # the response named Paris: the chunk naming it misled the reader
     ctx = EvaluationContext(unit="chunk", answer_entities=("Paris",))
     assert neutral.evaluate(QUERY, "Paris", chunks, 0.0, ctx) == [1.0, -1.0]
-    assert neutral.evaluate(QUERY, "", chunks, 0.0, EvaluationContext(unit="chunk")) == [1.0, 0.0]
+    # by content (the default), a chunk naming neither answer is out of the update, not neutral
+    assert neutral.evaluate(QUERY, "", chunks, 0.0, EvaluationContext(unit="chunk")) == [1.0, None]
+    old = GoldEvaluator(Gold(answers=("London",)), credit="path")
+    assert old.evaluate(QUERY, "", chunks, 0.0, EvaluationContext(unit="chunk")) == [1.0, 0.0]

@@ -26,7 +26,7 @@ from triage_plugins.contract.events import (
 from triage_plugins.store import open_store
 
 GOOD = Triple.of("Inception", "directed_by", "Christopher Nolan")
-BAD = Triple.of("Inception", "starring", "Leonardo DiCaprio")
+BAD = Triple.of("Inception", "directed_by", "Steven Spielberg")  # a false alternative answer
 OTHER = Triple.of("Inception", "released_in", "2010")
 QUERY = "Who directed Inception?"
 WORKERS = 8

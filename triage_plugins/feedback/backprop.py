@@ -31,6 +31,19 @@ relative: a query whose paths are all equally bad carries no information about w
 Likewise −log E is invariant to scaling every u_i, so only utility ratios matter: among paths that
 are all nearly harmful, the least harmful is promoted as strongly as a clearly helpful one would be.
 
+Scored paths only, against a baseline (``step(..., baseline=True)``; DESIGN §4, "Credit in the
+real frameworks"). Applied literally to a framework's flat context, eq. 4 puts every retrieved
+relationship in the softmax: each step is spread over 1/n of a context of n ≈ 20–40 relationships
+(a planted fact needed 8–21 bad ratings to leave the top of one framework's local search), and the
+bystanders of other relations are pushed down by every good answer. With ``baseline=True`` the
+paths whose utility is ``None`` are left out of the softmax altogether, and one *baseline path*
+takes their place: a single virtual unit with the mean S_r of the scored units and the initial
+S_c (an untouched relationship), gated as above (neutral utility, logit held). The step is then
+the exact gradient of eq. 4 over {scored paths, baseline}: its size depends on how many paths
+answer the question (1–3), not on the context's size, and a single scored path still moves — up
+when it helped, down when it misled (eq. 4 alone gives a lone path no gradient). The baseline's
+score is never stored.
+
 Update (eq. 8–9) with the normalization S_c = clip(raw/scale, 0, 1) chained in: ∂loss/∂raw =
 ∂loss/∂S_c · (1/scale), and raw descends with rate η·scale², i.e. the step in S_c units is η
 (default 0.25). Each step is bounded, |ΔS_c| ≤ ``max_step`` (default 0.1 = 20 raw points, the size
@@ -61,11 +74,13 @@ from triage_plugins.feedback.priority import (
 )
 from triage_plugins.feedback.scores import ContributionScores
 
-__all__ = ["FeedbackOptimizer", "Gradient", "Update", "loss_and_gradient", "path_loss"]
+__all__ = ["BASELINE", "FeedbackOptimizer", "Gradient", "Update", "loss_and_gradient", "path_loss"]
 
 log = logging.getLogger("triage.feedback.backprop")
 
 _EQUAL_UTILITY = 1e-12
+#: Unit id of the baseline path of ``FeedbackOptimizer.step(..., baseline=True)`` (never stored).
+BASELINE = "\x00triage.baseline"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +204,26 @@ def _logits(
     return path_logits(np.log(p if factor is None else p * factor), paths)
 
 
+def _with_baseline(
+    paths: Sequence[Sequence[str]], utilities: Sequence[float | None], relevance: Mapping[str, float]
+) -> tuple[list[Sequence[str]], list[float | None], Mapping[str, float]]:
+    """The scored paths plus the baseline path (gated), and S_r with the baseline's: the mean S_r of
+    the scored units (module docstring)."""
+    kept = [(p, u) for p, u in zip(paths, utilities, strict=True) if u is not None]
+    ids = list(dict.fromkeys(i for p, _ in kept for i in p))
+    if BASELINE in ids:
+        raise FeedbackError(f"{BASELINE!r} is reserved for the baseline path")
+    try:
+        mean = math.fsum(float(relevance[i]) for i in ids) / len(ids)
+    except KeyError as exc:
+        raise FeedbackError(f"no relevance S_r given for unit {exc.args[0]!r}") from None
+    return (
+        [p for p, _ in kept] + [(BASELINE,)],
+        [u for _, u in kept] + [None],
+        {**{i: relevance[i] for i in ids}, BASELINE: mean},
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Update:
     """What one feedback step changed.
@@ -276,11 +311,15 @@ class FeedbackOptimizer:
         utilities: Sequence[float | None],
         relevance: Mapping[str, float],
         factor: Mapping[str, float] | None = None,
+        *,
+        baseline: bool = False,
     ) -> Update:
         """One update from one query's paths (unit ids), utilities (None = no update via that path) and S_r.
 
         :param relevance: S_r of every unit id on the paths.
         :param factor: optional multiplier of P(t) per unit id (suppression), default 1.
+        :param baseline: leave the paths whose utility is ``None`` out and add the baseline path
+            (module docstring).
         """
         if len(utilities) != len(paths):
             raise FeedbackError(f"got {len(utilities)} utilities for {len(paths)} paths")
@@ -288,6 +327,8 @@ class FeedbackOptimizer:
         n_scored = sum(u is not None for u in utilities)
         if n_scored == 0:
             return Update({}, alpha, alpha, None, 0)
+        if baseline:
+            paths, utilities, relevance = _with_baseline(paths, utilities, relevance)
         index = PathIndex.build(paths)
         try:
             s_r = np.fromiter((relevance[i] for i in index.ids), dtype=np.float64, count=len(index.ids))
@@ -296,7 +337,10 @@ class FeedbackOptimizer:
         fac = None
         if factor:
             fac = np.fromiter((factor.get(i, 1.0) for i in index.ids), dtype=np.float64, count=len(index.ids))
-        raw = self.scores.raw(index.ids)
+        if baseline:  # the baseline is the last unit: an untouched score, never read from the store
+            raw = np.append(self.scores.raw(index.ids[:-1]), self.scores.init)
+        else:
+            raw = self.scores.raw(index.ids)
         s_c = self.scores.normalize(raw)
         grad = loss_and_gradient(s_r, s_c, alpha, index, utilities, fac)
         if not grad.informative:

@@ -32,17 +32,47 @@ rule: a triple supports when it touches an answer entity, and competes otherwise
 every answer entity is a query entity (a chain of length 0 credits nothing). The evaluators'
 ``credit="entity"`` keeps that earlier rule everywhere, for comparison.
 
+**Relation-aware credit** (``relations`` given: the stems of the relation the question asks about,
+:func:`triage_plugins.kg.relations.question_stems`; DESIGN §4 "Credit in the real frameworks",
+where EvoRAG is silent — its paths are reasoning paths, the frameworks retrieve relationships):
+
+- flat triples. *Parallel statements*: where several retrieved triples join the same two entities
+  and some state the asked relation, only those are walked ("Who praised Pulp Fiction?" walks
+  "Cameron praised Pulp Fiction", never its false twin "Cameron directed Pulp Fiction"). The
+  question is *relation-bound* when its relation words are stated by some retrieved triple; then a
+  chain to an answer entity is credited only when one of its triples states the asked relation,
+  and an answer entity no chain reaches credits nothing (the earlier rule credited the triples
+  naming it: "Titanic directed by Ridley Scott" for "Who directed Alien?"). A *rejected* answer's
+  chains (``roles(..., misled=True)``) are blamed even when none states the asked relation: the
+  reader took the wrong answer from them ("Who starred in Interstellar?" answered from
+  "Christopher Nolan directed Interstellar"), and a rejected answer no chain reaches is blamed on
+  the triples naming it (those stating the asked relation, when any do); parallel statements are
+  still filtered, so a true twin is never blamed for its false one. A triple off every
+  credited chain *competes* only when it is an alternative answer — it touches a query entity and
+  states the asked relation (same entity, same relation, another object) — and is *unrelated*
+  otherwise. Where the question is not relation-bound (a paraphrase: "couple" for ``spouse``), chains
+  are credited relation-blind and nothing competes: no triple is lowered without evidence that it
+  answers the same question.
+- chunks are credited by content, sentence by sentence: a chunk *supports* when one of its
+  sentences names a query entity, an answer entity and (relation-bound question) a stem of the
+  asked relation — never for naming the answer alone; it *competes* when a sentence names a query
+  entity and the asked relation but no answer entity; otherwise it is *unrelated*.
+
+Reasoning paths a retriever reported (not flat) keep the rules above this paragraph.
+
 Normalized labels are computed once per distinct triple and call (:class:`Ends`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from triage_plugins.contract.events import Chunk, Triple
 from triage_plugins.contract.graph_view import normalize_label
+from triage_plugins.kg.relations import asks_about, statement_stems, text_stems
 
 __all__ = [
     "COMPETES",
@@ -54,14 +84,17 @@ __all__ = [
     "PathFacts",
     "chain_triples",
     "ends_on",
+    "relation_roles",
     "has_phrase",
     "path_roles",
     "touches",
 ]
 
 SUPPORTS, COMPETES, UNRELATED = "supports", "competes", "unrelated"
-Credit = Literal["path", "entity"]
-CREDIT_RULES: tuple[str, ...] = ("path", "entity")
+#: ``"relation"`` (default): chains plus the asked relation for flat triples, content for chunks;
+#: ``"path"``: the relation-blind rules; ``"entity"``: touching the answer entity is enough.
+Credit = Literal["relation", "path", "entity"]
+CREDIT_RULES: tuple[str, ...] = ("relation", "path", "entity")
 
 Unit = Triple | Chunk
 
@@ -74,10 +107,18 @@ def has_phrase(text: str, phrase: str) -> bool:
 class Ends:
     """Normalized (subject, object) of each triple, computed once per triple id within one evaluation."""
 
-    __slots__ = ("cache",)
+    __slots__ = ("cache", "stated")
 
     def __init__(self) -> None:
         self.cache: dict[str, tuple[str, str]] = {}
+        self.stated: dict[str, frozenset[str]] = {}
+
+    def statement(self, t: Triple) -> frozenset[str]:
+        """The relation stems ``t`` states (:func:`~triage_plugins.kg.relations.statement_stems`)."""
+        got = self.stated.get(t.id)
+        if got is None:
+            got = self.stated[t.id] = statement_stems(t.predicate, t.subject, t.object)
+        return got
 
     def __call__(self, t: Triple) -> tuple[str, str]:
         got = self.cache.get(t.id)
@@ -208,6 +249,76 @@ def chain_triples(
     return out
 
 
+_SENTENCE = re.compile(r"[.!?;\n]+")
+
+
+def relation_roles(
+    triples: Sequence[Triple],
+    topics: set[str],
+    answers: set[str],
+    relations: frozenset[str],
+    max_hops: int,
+    ends: Ends,
+    *,
+    misled: bool = False,
+) -> list[str]:
+    """The role of each flat one-hop triple under relation-aware credit (module docstring).
+
+    :param answers: normalized answer entities that are not query entities.
+    :param relations: stems of the relation the question asks about.
+    :param misled: ``answers`` is a rejected answer: its chains are credited even when none states
+        the asked relation (what produced a wrong answer is blamed, whatever its relation).
+    """
+    pairs = [frozenset(ends(t)) for t in triples]
+    stated = [asks_about(relations, ends.statement(t)) for t in triples]
+    bound = any(stated)
+    stating = {pair for pair, m in zip(pairs, stated, strict=True) if m}
+    walk = [k for k, pair in enumerate(pairs) if stated[k] or pair not in stating]
+    walked = [triples[k] for k in walk]
+    on = [False] * len(triples)
+    for target in sorted(answers):
+        hits = [walk[j] for j, c in enumerate(chain_triples(walked, topics, {target}, max_hops, ends)) if c]
+        if not hits and misled:  # no chain: the rejected answer came from the triples naming it
+            hits = [k for k in walk if target in pairs[k]]
+            hits = [k for k in hits if stated[k]] or hits
+        if bound and not misled and not any(stated[k] for k in hits):
+            continue  # a relation-bound question: this chain states no asked relation
+        for k in hits:
+            on[k] = True
+    roles: list[str] = []
+    for k, pair in enumerate(pairs):
+        if on[k]:
+            roles.append(SUPPORTS)
+        elif stated[k] and not topics.isdisjoint(pair) and answers.isdisjoint(pair):
+            roles.append(COMPETES)  # an alternative answer: same entity, same relation, another object
+        else:
+            roles.append(UNRELATED)
+    return roles
+
+
+def chunk_roles(
+    sentences: Sequence[Sequence[str]], topics: set[str], answers: set[str], relations: frozenset[str]
+) -> list[str]:
+    """The role of each chunk, given its normalized sentences, under credit by content (module docstring)."""
+    stems = [[text_stems(s) for s in chunk] for chunk in sentences]
+    bound = bool(relations) and any(not relations.isdisjoint(st) for chunk in stems for st in chunk)
+    roles: list[str] = []
+    for chunk, chunk_stems in zip(sentences, stems, strict=True):
+        role = UNRELATED
+        for sentence, st in zip(chunk, chunk_stems, strict=True):
+            if topics and not any(has_phrase(sentence, t) for t in topics):
+                continue
+            if bound and relations.isdisjoint(st):
+                continue
+            if any(has_phrase(sentence, a) for a in answers):
+                role = SUPPORTS
+                break
+            if bound and topics:
+                role = COMPETES
+        roles.append(role)
+    return roles
+
+
 _EMPTY, _CHUNK = 0, -1
 
 
@@ -216,10 +327,13 @@ class PathFacts:
     once per triple, each path walked once), so several answer sets cost only set lookups.
 
     :param flat: the paths are the retrieved triples one by one (the retriever reported none).
+    :param relations: stems of the relation the question asks about: relation-aware credit of flat
+        triples and of chunks (module docstring); ``None``: the relation-blind rules.
     """
 
     __slots__ = (
         "_kind",
+        "relations",
         "_nodes",
         "_probe",
         "_on_topic",
@@ -239,8 +353,10 @@ class PathFacts:
         flat: bool = False,
         max_hops: int = 3,
         ends: Ends | None = None,
+        relations: frozenset[str] | None = None,
     ) -> None:
         self.paths, self.topics, self.flat, self.max_hops = paths, topics, flat, max_hops
+        self.relations = relations
         self.ends = ends = ends or Ends()
         n = len(paths)
         self._kind: list[int] = [_EMPTY] * n  # _EMPTY, _CHUNK, or the number of triples (>= 2 = _TRIPLES)
@@ -267,7 +383,10 @@ class PathFacts:
             self._on_topic[k] = not no_topic and not topics.isdisjoint(nodes)
             if chunk:
                 self._kind[k] = _CHUNK
-                self._texts[k] = [normalize_label(u.text) for u in path if isinstance(u, Chunk)]
+                texts = [u.text for u in path if isinstance(u, Chunk)]
+                if relations is not None:
+                    texts = [part for text in texts for part in _SENTENCE.split(text)]
+                self._texts[k] = [n for n in map(normalize_label, texts) if n]
                 continue
             self._kind[k] = len(pairs)
             end = _walk(pairs, topics)
@@ -278,8 +397,20 @@ class PathFacts:
             return True
         return any(has_phrase(text, t) for text in self._texts.get(k, ()) for t in targets)
 
-    def roles(self, targets: set[str]) -> list[str]:
-        """The role of every path for the normalized answer entities ``targets`` (module docstring)."""
+    def _unwalked(self, k: int, answers: set[str]) -> str:
+        """Relation-aware role of a flat triple when no chain can be walked: with no query entity, it
+        supports when it names an answer entity and states the asked relation; otherwise unrelated."""
+        if self.topics or answers.isdisjoint(self._nodes[k]):
+            return UNRELATED
+        relations = self.relations or frozenset()
+        stated = asks_about(relations, self.ends.statement(self.paths[k][0]))  # type: ignore[arg-type]
+        return SUPPORTS if stated or not relations else UNRELATED
+
+    def roles(self, targets: set[str], *, misled: bool = False) -> list[str]:
+        """The role of every path for the normalized answer entities ``targets`` (module docstring).
+
+        :param misled: ``targets`` is an answer the feedback rejects (relation-aware credit only).
+        """
         topics, flat, on_topic = self.topics, self.flat, self._on_topic
         answers = targets - topics
         chains = flat and bool(topics) and bool(answers)
@@ -292,6 +423,8 @@ class PathFacts:
                     if chains:
                         roles.append(UNRELATED)  # decided below, from the chains
                         one_hop.append(k)
+                    elif self.relations is not None:
+                        roles.append(self._unwalked(k, answers))
                     else:
                         roles.append(COMPETES if disjoint(self._nodes[k]) else SUPPORTS)
                 elif not disjoint(self._probe[k]):
@@ -302,11 +435,26 @@ class PathFacts:
                 roles.append(SUPPORTS if self._touches(k, targets) else COMPETES)
             else:
                 roles.append(UNRELATED)
+        relations = self.relations
         if one_hop:
             triples: list[Triple] = [self.paths[k][0] for k in one_hop]  # type: ignore[misc]
-            on_chain = chain_triples(triples, topics, answers, self.max_hops, self.ends, unreached=True)
-            for k, chained in zip(one_hop, on_chain, strict=True):
-                roles[k] = SUPPORTS if chained else COMPETES if on_topic[k] else UNRELATED
+            if relations is not None:
+                found = relation_roles(
+                    triples, topics, answers, relations, self.max_hops, self.ends, misled=misled
+                )
+            else:
+                on_chain = chain_triples(triples, topics, answers, self.max_hops, self.ends, unreached=True)
+                found = [
+                    SUPPORTS if c else COMPETES if on_topic[k] else UNRELATED
+                    for k, c in zip(one_hop, on_chain, strict=True)
+                ]
+            for k, role in zip(one_hop, found, strict=True):
+                roles[k] = role
+        if relations is not None and self._texts:
+            chunks = sorted(self._texts)
+            found = chunk_roles([self._texts[k] for k in chunks], topics, answers or targets, relations)
+            for k, role in zip(chunks, found, strict=True):
+                roles[k] = role
         return roles
 
 
@@ -318,6 +466,8 @@ def path_roles(
     flat: bool = False,
     max_hops: int = 3,
     ends: Ends | None = None,
+    relations: frozenset[str] | None = None,
+    misled: bool = False,
 ) -> list[str]:
     """The role of every path for the answer entities ``targets`` (module docstring).
 
@@ -325,5 +475,8 @@ def path_roles(
     :param topics: normalized query entities.
     :param flat: the paths are the retrieved triples one by one (the retriever reported none):
         one-hop paths are credited through chains (``False``: every path is taken as a reasoning path).
+    :param relations: stems of the asked relation (relation-aware credit), or ``None``.
+    :param misled: ``targets`` is an answer the feedback rejects.
     """
-    return PathFacts(paths, topics, flat=flat, max_hops=max_hops, ends=ends).roles(targets)
+    facts = PathFacts(paths, topics, flat=flat, max_hops=max_hops, ends=ends, relations=relations)
+    return facts.roles(targets, misled=misled)

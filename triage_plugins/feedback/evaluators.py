@@ -37,6 +37,7 @@ from triage_plugins.feedback.credit import (
     has_phrase,
     touches,
 )
+from triage_plugins.kg.relations import question_stems
 
 __all__ = [
     "AnswerSupportEvaluator",
@@ -102,6 +103,11 @@ def _topics(query: str, paths: Sequence[Sequence[Unit]], context: EvaluationCont
     return {e for e in ends.entities(paths) if has_phrase(query_norm, e)}
 
 
+def _relations(credit: str, query: str, topics: set[str]) -> frozenset[str] | None:
+    """Stems of the relation the question asks about under ``credit="relation"``, else ``None``."""
+    return question_stems(query, topics) if credit == "relation" else None
+
+
 def _check_credit(credit: str, max_hops: int) -> None:
     if credit not in CREDIT_RULES:
         raise ConfigError(f"credit must be one of {', '.join(CREDIT_RULES)}, got {credit!r}")
@@ -123,9 +129,11 @@ class AnswerSupportEvaluator:
 
     Each path's role comes from :func:`~triage_plugins.feedback.credit.path_roles` (EvoRAG §3 ➋,
     §4.2): it *supports* when it leads from a query entity to an answer entity (flat retrieval:
-    when its triple lies on a shortest chain of retrieved triples between them), *competes* when it
-    starts at a query entity and leads elsewhere, and is *unrelated* otherwise. Sign follows the
-    signed feedback f = 2s − 1:
+    when its triple lies on a shortest chain of retrieved triples between them that states the
+    asked relation), *competes* when it starts at a query entity and leads elsewhere (flat
+    retrieval: an alternative answer, the asked relation to another object), and is *unrelated*
+    otherwise; chunks are judged by what their sentences state. Sign follows the signed feedback
+    f = 2s − 1:
 
     - f > 0 (a good answer): supporting paths get +f, competing paths −f (they point to another
       answer), unrelated paths ``None``;
@@ -133,12 +141,13 @@ class AnswerSupportEvaluator:
       — they did not produce the wrong answer, and nothing says they hold the right one;
     - f = 0, or no answer entity can be identified: ``None`` for every path.
 
-    :param credit: ``"path"`` (default, above) or ``"entity"``: the earlier rule, kept for
-        comparison — every path that touches an answer entity supports, every other path competes.
+    :param credit: ``"relation"`` (default, above), ``"path"`` (the relation-blind chains) or
+        ``"entity"``: the earliest rule, kept for comparison — every path that touches an answer
+        entity supports, every other path competes.
     :param max_hops: longest chain credited in flat retrieval.
     """
 
-    def __init__(self, *, credit: Credit = "path", max_hops: int = 3) -> None:
+    def __init__(self, *, credit: Credit = "relation", max_hops: int = 3) -> None:
         _check_credit(credit, max_hops)
         self.credit = credit
         self.max_hops = max_hops
@@ -160,8 +169,11 @@ class AnswerSupportEvaluator:
             roles = [SUPPORTS if touches(p, targets, ends) else COMPETES for p in paths]
         else:
             topics = _topics(query, paths, context, ends)
-            facts = PathFacts(paths, topics, flat=context.flat, max_hops=self.max_hops, ends=ends)
-            roles = facts.roles(targets)
+            relations = _relations(self.credit, query, topics)
+            facts = PathFacts(
+                paths, topics, flat=context.flat, max_hops=self.max_hops, ends=ends, relations=relations
+            )
+            roles = facts.roles(targets, misled=f < 0)
         if f > 0:
             return [f if r == SUPPORTS else -f if r == COMPETES else None for r in roles]
         return [f if r == SUPPORTS else None for r in roles]
@@ -245,8 +257,13 @@ class GoldEvaluator:
 
     :param gold: gold annotations to use instead of ``context.gold``.
     :param others: ``"neutral"``, ``"misled"`` or ``"penalize"`` (above).
-    :param credit: ``"path"`` (default) or ``"entity"`` (flat retrieval as before: each triple
-        judged alone, touching a target end counts).
+    :param credit: ``"relation"`` (default), ``"path"`` or ``"entity"`` (flat retrieval as before:
+        each triple judged alone, touching a target end counts). Under ``"relation"``, flat triples
+        and chunks are credited as :mod:`triage_plugins.feedback.credit` states, an alternative
+        answer to the question that is no gold answer (a triple of the asked relation from the
+        query entity to another object; a chunk naming them) gets U = −1, and every other path
+        ``None`` whatever ``others`` says: a bystander of another relation is neither in the
+        update nor lowered (DESIGN §4).
     :param max_hops: longest chain credited in flat retrieval.
     """
 
@@ -255,7 +272,7 @@ class GoldEvaluator:
         gold: Gold | None = None,
         *,
         others: Literal["neutral", "misled", "penalize"] = "neutral",
-        credit: Credit = "path",
+        credit: Credit = "relation",
         max_hops: int = 3,
     ) -> None:
         if others not in ("misled", "neutral", "penalize"):
@@ -287,14 +304,19 @@ class GoldEvaluator:
             if verdict == 0.0:  # no verdict: gold alone says whether the response misled
                 verdict, response = -1.0, response - answers
             topics = {normalize_label(e) for e in (*context.query_entities, *gold.entities)} - {""}
-            flat = context.flat and self.credit == "path"
+            flat = context.flat and self.credit != "entity"
             if flat and not topics:
                 topics = _topics(query, paths, context, ends)
-            facts = PathFacts(paths, topics, flat=flat, max_hops=self.max_hops, ends=ends)
-            led, right = facts.roles(response), facts.roles(answers)
-            rest = None if self.others == "misled" else 0.0
+            relations = _relations(self.credit, query, topics)
+            facts = PathFacts(
+                paths, topics, flat=flat, max_hops=self.max_hops, ends=ends, relations=relations
+            )
+            led, right = facts.roles(response, misled=verdict < 0), facts.roles(answers)
+            content = relations is not None and (flat or context.unit == "chunk")
+            rest = None if self.others == "misled" or content else 0.0
+            wrong = -1.0 if content else rest  # relation-aware: an alternative answer that is not gold
             return [
-                verdict if a == SUPPORTS else 1.0 if b == SUPPORTS else rest
+                verdict if a == SUPPORTS else 1.0 if b == SUPPORTS else wrong if b == COMPETES else rest
                 for a, b in zip(led, right, strict=True)
             ]
         on_gold_ids = {t.id for p in gold.paths for t in p}

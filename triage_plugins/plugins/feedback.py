@@ -16,6 +16,11 @@ Paths (DESIGN §4, EvoRAG §6.12):
   the same eq. 2–9 with |L_i| = 1, so P(L_i) = P(c_i)/Σ_j P(c_j) and a chunk's gradient is its own
   path's term only.
 
+Under the default ``credit="relation"`` a flat context and chunks are credited by the relation the
+question asks about and by content (:mod:`triage_plugins.feedback.credit`), and the step runs over
+the scored paths and a baseline path only (:mod:`triage_plugins.feedback.backprop`), so bystanders
+are neither lowered nor dilute the step.
+
 S_r in the backward pass is the relevance the framework sent with ``triage_rerank`` for the same
 query (so forward and backward use the same P(t)); units it did not cover get the configured
 relevance function (default :func:`~triage_plugins.feedback.priority.token_relevance`).
@@ -25,9 +30,11 @@ Options (``config.options``, keys ``"feedback.<name>"``): ``eta`` (0.25), ``max_
 ``alpha_bounds`` ((0.05, 0.95)), ``evaluator`` (``None`` = gold when the retrieval carries gold,
 else answer support; or ``"answer"``, ``"gold"``, ``"llm"``, or a ``PathEvaluator``), ``gold_others``
 (``"neutral"``: how the gold evaluator treats paths that lead to no gold answer, see
-:class:`~triage_plugins.feedback.evaluators.GoldEvaluator`), ``credit`` (``"path"``: credit the
-paths that lead from the question to the rated answer; ``"entity"``: the earlier rule, every path
-touching the answer entity — kept to measure the difference, ``benchmarks/bench_credit.py``), ``llm`` (the
+:class:`~triage_plugins.feedback.evaluators.GoldEvaluator`), ``credit`` (``"relation"``: credit the
+paths that lead from the question to the rated answer through the relation it asks about;
+``"path"``: the same, relation-blind, with every path in the softmax; ``"entity"``: the earliest
+rule, every path touching the answer entity — kept to measure the difference,
+``benchmarks/bench_credit.py``), ``llm`` (the
 judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), ``relevance``
 (``relevance(query, texts) -> S_r``), ``memory`` (1024 queries), ``max_hops`` (3), ``fusion_rule``
 (``"average"``), ``labeller``, ``suppress_after`` (3), ``suppression_factor`` (0.5), ``width``
@@ -102,6 +109,8 @@ from triage_plugins.feedback.evaluators import (
 from triage_plugins.feedback.evolution import EvolutionResult, KGEvolution, join_relations
 from triage_plugins.feedback.priority import Relevance, clamp_relevance, token_relevance, unit_priority
 from triage_plugins.feedback.scores import ContributionScores
+from triage_plugins.feedback.statements import Statements
+from triage_plugins.kg.relations import question_stems
 
 if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
@@ -122,7 +131,7 @@ DEFAULTS: dict[str, Any] = {
     "alpha_bounds": (0.05, 0.95),
     "evaluator": None,
     "gold_others": "neutral",
-    "credit": "path",
+    "credit": "relation",
     "llm": None,
     "fidelity_min": 0.0,
     "conflict_max": 0.0,
@@ -220,26 +229,39 @@ class _SharedOptimizer(FeedbackOptimizer):
     """
 
     alpha_steps: float = 0.0
+    _version: int = 0  # bumped by every step: a reload read before a step does not overwrite it
+    _alpha_lock = threading.Lock()  # class-wide: steps and reloads are rare and short
 
     def _alpha_step(self, d_alpha: float) -> float:
         add_param = getattr(self.scores.store, "add_param", None)
         if add_param is None or not self.learn_alpha or not math.isfinite(d_alpha):
-            return super()._alpha_step(d_alpha)
+            with self._alpha_lock:
+                self._version += 1
+                return super()._alpha_step(d_alpha)
         change = max(-self.max_alpha_step, min(self.max_alpha_step, -self.eta_alpha * d_alpha))
         if change == 0.0:
             return self._alpha
-        self._alpha = float(add_param(self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds))
+        with self._alpha_lock:
+            self._alpha = float(
+                add_param(self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds)
+            )
+            self._version += 1
         self.alpha_steps += change
         return self._alpha
 
     def reload_alpha(self) -> None:
-        """Re-read the learned α from the store (another worker may have stepped it)."""
+        """Re-read the learned α from the store (another worker may have stepped it); a step taken
+        while the store was read wins (it is newer)."""
         if not self.learn_alpha:
             return
+        with self._alpha_lock:
+            version = self._version
         stored = self.scores.get_param(self.param_name)
         if isinstance(stored, int | float) and not isinstance(stored, bool) and math.isfinite(stored):
             lo, hi = self.alpha_bounds
-            self._alpha = min(max(float(stored), lo), hi)
+            with self._alpha_lock:
+                if version == self._version:
+                    self._alpha = min(max(float(stored), lo), hi)
 
 
 def _text(unit: Triple | Chunk) -> str:
@@ -267,6 +289,7 @@ class FeedbackLearner:
         self._models: dict[str, _Model] = {}
         self._graph: GraphView | None = None
         self._labels: dict[str, Ends] = {}
+        self._statements = Statements()
         self._lock = threading.RLock()
         self.last_update: Update | None = None
         self.last_evolution: EvolutionResult | None = None
@@ -359,6 +382,8 @@ class FeedbackLearner:
     @hookimpl
     def triage_retrieval(self, event: RetrievalEvent) -> None:
         self._retrievals.put((event.framework, event.query_id), event)
+        if self._per_statement(self.unit):
+            self._statements.see(event.subgraph.triples)
 
     @hookimpl
     def triage_generation(self, event: GenerationEvent) -> None:
@@ -377,7 +402,7 @@ class FeedbackLearner:
             )
         if not self.manager.config.reweight or request.unit != self.unit:
             return None
-        return self.priorities(request.ids, request.relevance).tolist()
+        return self.priorities(request.ids, request.relevance, query=request.query).tolist()
 
     @hookimpl
     def triage_learned_scores(self, unit: str, ids: Sequence[str] | None) -> dict[str, float]:
@@ -401,11 +426,22 @@ class FeedbackLearner:
     # ------------------------------------------------------------------ learning
 
     def priorities(
-        self, ids: Sequence[str], relevance: Sequence[float], unit: str | None = None
+        self,
+        ids: Sequence[str],
+        relevance: Sequence[float],
+        unit: str | None = None,
+        *,
+        query: str | None = None,
     ) -> np.ndarray:
-        """P(t) of eq. 2 for ``ids`` with S_r = ``relevance``, times suppression factors."""
+        """P(t) of eq. 2 for ``ids`` with S_r = ``relevance``, times suppression factors.
+
+        :param query: the question: a merged row is ranked by the statement it asks about
+            (:mod:`~triage_plugins.feedback.statements`); ``None``: by the row's own score.
+        """
         model = self.model(unit)
         self._keep_fresh(model)
+        if query is not None and self._per_statement(model.scores.unit):
+            ids = self._statements.keys(ids, question_stems(query))
         s_c = model.scores.normalized(ids)
         p = unit_priority(clamp_relevance(relevance), s_c, model.optimizer.alpha)
         factor = model.evolution.factors(ids, s_c)
@@ -462,14 +498,37 @@ class FeedbackLearner:
         model = self.model(unit)
         with self._lock:
             relevance = self._relevance_of(key, retrieval.query, paths, path_ids)
+            if context.flat and self._per_statement(unit):
+                path_ids, relevance = self._statement_paths(retrieval, path_ids, relevance)
             factors = None
             if model.evolution.suppressing:
                 ids = list(dict.fromkeys(i for p in path_ids for i in p))
                 factor = model.evolution.factors(ids, model.scores.normalized(ids))
                 factors = None if factor is None else dict(zip(ids, factor.tolist(), strict=True))
-            update = model.optimizer.step(path_ids, utilities, relevance, factors)
+            update = model.optimizer.step(
+                path_ids, utilities, relevance, factors, baseline=self._baseline(context)
+            )
         self.last_update = update
         return update
+
+    def _per_statement(self, unit: str) -> bool:
+        """Merged rows learned and ranked per statement (:mod:`~triage_plugins.feedback.statements`):
+        triples under relation-aware credit."""
+        return unit == "triple" and self.options["credit"] == "relation"
+
+    def _statement_paths(
+        self, retrieval: RetrievalEvent, path_ids: Sequence[Sequence[str]], relevance: Mapping[str, float]
+    ) -> tuple[list[list[str]], dict[str, float]]:
+        """One-hop paths keyed by the statement the question asks about, and S_r under those keys."""
+        self._statements.see(retrieval.subgraph.triples)
+        ids = [p[0] for p in path_ids]
+        keys = self._statements.keys(ids, question_stems(retrieval.query))
+        return [[k] for k in keys], {k: relevance[i] for i, k in zip(ids, keys, strict=True)}
+
+    def _baseline(self, context: EvaluationContext) -> bool:
+        """Bystanders out of the softmax, a baseline path in (:mod:`~triage_plugins.feedback.backprop`):
+        under relation-aware credit, for a framework's flat context and for chunks."""
+        return self.options["credit"] == "relation" and (context.flat or context.unit == "chunk")
 
     def _stored_state(self, key: tuple[str, str]) -> tuple[RetrievalEvent | None, GenerationEvent | None]:
         """The retrieval and generation another worker stored for ``key`` (``(None, None)`` if none)."""

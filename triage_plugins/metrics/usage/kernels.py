@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import weakref
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
 from triage_plugins.contract.events import GenerationEvent, Gold, RetrievalEvent, Triple
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.citations import strip_citations
+from triage_plugins.kg.relations import relation_stems, text_stems
 from triage_plugins.metrics.answers import AnswerRule
 from triage_plugins.metrics.result import MetricResult, na, ok
 from triage_plugins.metrics.usage.views import (
@@ -141,48 +140,14 @@ def _aur(a: _Mentions, sub: _Subgraph) -> MetricResult:
     return ok("AUR", hit / len(sub.nodes), n=len(sub.nodes), in_context=hit, retrieved_nodes=len(sub.nodes))
 
 
-_STOP_WORDS = "a an the of by in on at to for with from as is are was were be been has have had its"
-_STOP = frozenset(_STOP_WORDS.split())
-_SEGMENT = re.compile(r"[/.#:]")
-_SUFFIXES = ("ations", "ation", "ings", "ing", "edly", "ed", "ers", "er", "ors", "or", "es", "s", "ly")
-
-
-def _stem(token: str) -> str:
-    """A tiny suffix-stripping stemmer: 'directed', 'directs', 'director' -> 'direct';
-    'release', 'released' -> 'releas'; 'movie', 'movies' -> 'movi'."""
-    if token.endswith("ies") and len(token) >= 5:
-        token = token[:-3] + "i"
-    else:
-        for suffix in _SUFFIXES:
-            if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-                token = token[: -len(suffix)]
-                break
-    if len(token) > 3 and token[-1] in "ey":
-        token = token[:-1] + ("i" if token[-1] == "y" else "")
-    return token
-
-
-@lru_cache(maxsize=4096)
-def _relation_stems(label: str) -> frozenset[str]:
-    """Content stems of a relation label; for 'film.film.directed_by' only the last segment counts."""
-    segment = _SEGMENT.split(label.strip("/.#: "))[-1] or label
-    tokens = normalize_label(segment).split()
-    content = [t for t in tokens if t not in _STOP] or tokens
-    return frozenset(_stem(t) for t in content)
-
-
-def _text_stems(text: str) -> frozenset[str]:
-    return frozenset(_stem(t) for t in normalize_label(text).split())
-
-
 def relation_stated(predicate: str, answer: str) -> bool:
     """Whether ``predicate`` appears lexically in ``answer`` (DESIGN §4 ARF).
 
     Both sides are normalized (case, punctuation and underscores to spaces) and stemmed; stop words
     of the label are dropped and every remaining stem must occur in the answer.
     """
-    stems = _relation_stems(predicate)
-    return bool(stems) and stems <= _text_stems(answer)
+    stems = relation_stems(predicate)
+    return bool(stems) and stems <= text_stems(answer)
 
 
 def _arf(a: _Mentions, sub: _Subgraph, answer: str) -> MetricResult:
@@ -198,10 +163,10 @@ def _arf(a: _Mentions, sub: _Subgraph, answer: str) -> MetricResult:
     ]
     if not cq:
         return na("ARF", "no retrieved triple joins two answer entities (|C_q|=0)", co_mentioned=0)
-    stems = _text_stems(strip_citations(answer))
+    stems = text_stems(strip_citations(answer))
     stated = 0
     for t in cq:
-        rel = _relation_stems(t.predicate)
+        rel = relation_stems(t.predicate)
         if rel and rel <= stems:
             stated += 1
     return ok("ARF", stated / len(cq), n=len(cq), co_mentioned=len(cq), stated=stated)
