@@ -6,10 +6,12 @@ and as an installed ``triage`` entry point, and then appears in ``triage compare
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from triage_plugins.apps.compare import (
@@ -41,6 +43,7 @@ from triage_plugins.contract.events import (
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.offline.extractor import extract_chunk
+from triage_plugins.report.terminal import render_compare
 from triage_plugins.store import Store
 
 # --------------------------------------------------------------------------- fixtures
@@ -231,6 +234,35 @@ def test_reference_on_the_embedded_corpus(small_corpus: Corpus, tmp_path) -> Non
         assert unit in store.get_param(SCORE_UNITS_PARAM)
         assert store.get_scores(unit)  # learned in its own namespace
         assert store.get_scores("triple") == {}  # nothing leaked into the shared unit
+
+
+def test_feedback_rounds_rate_only_the_training_questions_and_report_held_out_accuracy(tmp_path) -> None:
+    from triage_plugins.adapter_kit.runner import parse_query_id
+    from triage_plugins.apps.compare import split_rated
+    from triage_plugins.contract.events import FeedbackEvent
+
+    corpus = embedded_corpus(0, n_questions=12)
+    split = split_rated(corpus.questions, seed=3)
+    assert split == split_rated(corpus.questions, seed=3)  # seeded: the same split every time
+    held = {q.id for q in split if not q.rated}
+    assert held and len(held) < len(split)
+    store_path = tmp_path / "h.sqlite"
+    result = run_compare(
+        corpus, frameworks=["reference"], modes=["krag"], feedback_rounds=2, seed=3, store=store_path
+    )
+    with Store.open(store_path) as store:
+        rated = {parse_query_id(e.query_id)[0] for e in store.events() if isinstance(e, FeedbackEvent)}
+    assert rated and rated.isdisjoint(held)  # no held-out question was ever rated
+    (row,) = result.rows
+    for s in row.rounds:
+        assert s.held_out_n == len(held)
+        expected = sum(v for q, v in s.per_question.items() if q in held) / len(held)
+        assert s.held_out == pytest.approx(expected)
+        assert s.to_dict()["held_out_hits_at_1"] == s.held_out
+    assert any("held-out" in n for n in result.notes)
+    out = io.StringIO()
+    render_compare(result, Console(file=out, width=100))
+    assert "Held-out Hits@1 per feedback round" in out.getvalue()
 
 
 def test_same_seed_same_numbers_even_on_the_same_store(small_corpus: Corpus, tmp_path) -> None:

@@ -63,11 +63,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question to ask every framework; ``gold`` enables CC, Hits@1, F1 and feedback rounds."""
+    """A question to ask every framework; ``gold`` enables CC, Hits@1, F1 and feedback rounds.
+
+    :param rated: feedback rounds rate its answers (a *training* question); ``False``: a held-out
+        question, asked every round and never rated (``triage compare`` splits them, seeded).
+    """
 
     id: str
     text: str
     gold: Gold | None = None
+    rated: bool = True
 
 
 @dataclass(frozen=True)
@@ -275,9 +280,10 @@ def round_label(name: str, mode: str, round_: int, what: str = "questions") -> s
 
 
 def _send_feedback(answered: Sequence[Answered], feedback: Callable[[str, float], object]) -> None:
-    """Gold feedback for a round: 1 when :func:`gold_hit`, else 0 (questions without gold: none)."""
+    """Gold feedback for a round: 1 when :func:`gold_hit`, else 0 (questions without gold, and
+    held-out questions, get none)."""
     for a in answered:
-        if a.question.gold is not None:
+        if a.question.gold is not None and a.question.rated:
             feedback(a.query_id, 1.0 if gold_hit(a.answer, a.question.gold) else 0.0)
 
 
@@ -293,7 +299,8 @@ def run_rounds(
     progress: Progress = no_progress,
 ) -> list[Answered]:
     """Ask every question (round 0), then per feedback round k ≥ 1: send gold feedback for round
-    k − 1 (:func:`gold_hit`), ``flush()``, ask again under round k's query ids.
+    k − 1's rated questions (:func:`gold_hit`; :attr:`Question.rated`), ``flush()``, ask every
+    question again under round k's query ids.
 
     :param ask: ``ask(question, query_id) -> answer text``; it must emit under that query id.
     :param feedback: ``feedback(query_id, score)`` with score 1.0 or 0.0 (source ``"gold"``).

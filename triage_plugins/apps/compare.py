@@ -370,18 +370,31 @@ class MetricSummary:
 
 @dataclass(frozen=True, slots=True)
 class RoundSummary:
-    """One feedback round of a row: its queries, accuracy (Hits@1 mean) and signature counts."""
+    """One feedback round of a row: its queries, accuracy (Hits@1 mean over every question) and
+    signature counts; with a held-out split (:func:`split_rated`), Hits@1 of the questions that were
+    never rated, with its 95 % interval, and of the rated ones (:func:`add_intervals` fills them)."""
 
     round: int
     queries: int
     hits_at_1: float | None
     signatures: Mapping[str, int]
+    per_question: Mapping[str, float] = field(default_factory=dict)  # question id -> Hits@1
+    held_out: float | None = None
+    held_out_n: int = 0
+    held_out_interval: Interval | None = None
+    rated: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "round": self.round,
             "queries": self.queries,
             "hits_at_1": self.hits_at_1,
+            "held_out_hits_at_1": self.held_out,
+            "held_out_questions": self.held_out_n,
+            "held_out_interval": None
+            if self.held_out_interval is None
+            else _interval_dict(self.held_out_interval),
+            "rated_hits_at_1": self.rated,
             "signatures": dict(self.signatures),
         }
 
@@ -684,7 +697,14 @@ def aggregate_events(
     for rnd in sorted(by_round):
         report = base if rnd == 0 else score_events(by_round[rnd], thresholds=thresholds)
         hits = _summary("Hits@1", (q.metrics["Hits@1"] for q in report.queries))
-        row.rounds.append(RoundSummary(rnd, len(report.queries), hits.mean, dict(report.signatures)))
+        per_question = {
+            parse_query_id(q.query_id)[0]: float(v)
+            for q in report.queries
+            if (v := q.metrics["Hits@1"].value) is not None
+        }
+        row.rounds.append(
+            RoundSummary(rnd, len(report.queries), hits.mean, dict(report.signatures), per_question)
+        )
     if len(row.rounds) == 1:
         row.rounds = []
     row.notes.extend(_summarize_notes(base.notes))
@@ -769,7 +789,9 @@ def add_intervals(result: CompareResult, questions: Sequence[Question], *, n_res
 
     clusters = question_clusters({q.id: (q.gold.entities if q.gold is not None else ()) for q in questions})
     rows = [r for r in result.rows if r.status == "ok"]
+    held_out = {q.id for q in questions if not q.rated}
     for row in rows:
+        row.rounds = [_held_out(s, held_out, clusters, result.seed, n_resamples) for s in row.rounds]
         for metric, values in sorted(row.per_question.items()):
             iv = rate_interval(
                 values, clusters, seed=metric_seed(result.seed, metric), n_resamples=n_resamples
@@ -895,6 +917,13 @@ def run_compare(
         raise ConfigError(f"feedback rounds must be >= 0, got {feedback_rounds}")
     asked = tuple(questions if questions is not None else corpus.questions)
     feedback_rounds, notes = _input_notes(asked, feedback_rounds)
+    if feedback_rounds:
+        asked = split_rated(asked, seed)
+        n_out = sum(not q.rated for q in asked)
+        notes.append(
+            f"feedback rounds rate {len(asked) - n_out} of {len(asked)} questions; accuracy per round is "
+            f"held-out Hits@1 over the {n_out} never rated (split by question id, seed {seed})"
+        )
     registry = runner_registry(plugins)
     selected = registry.select(frameworks)
     notes.extend(registry.errors)
@@ -943,6 +972,42 @@ def run_compare_seeds(
             "'Across seeds' gives each row's mean over the seeds with a 95 % t interval"
         )
     return first
+
+
+def split_rated(questions: Sequence[Question], seed: int) -> tuple[Question, ...]:
+    """Half of ``questions`` rated in feedback rounds, half held out (:attr:`Question.rated`): a
+    question is held out when the first byte of BLAKE2b(``"<seed>:<id>"``) is odd, so the split
+    depends only on the seed and the question's id (the same in every framework and run); with
+    two or more questions each side gets at least one."""
+    import hashlib
+
+    def odd(q: Question) -> bool:
+        return hashlib.blake2b(f"{seed}:{q.id}".encode()).digest()[0] % 2 == 1
+
+    flags = [not odd(q) for q in questions]
+    if len(flags) >= 2 and len(set(flags)) == 1:
+        flags[0] = not flags[0]
+    return tuple(replace(q, rated=f) for q, f in zip(questions, flags, strict=True))
+
+
+def _held_out(
+    s: RoundSummary, held_out: set[str], clusters: Mapping[str, str], seed: int, n_resamples: int
+) -> RoundSummary:
+    """``s`` with Hits@1 of its held-out and rated questions (and the held-out 95 % interval)."""
+    from triage_plugins.diagnosis.intervals import metric_seed, rate_interval
+
+    if not held_out:
+        return s
+    out = {q: v for q, v in s.per_question.items() if q in held_out}
+    rated = [v for q, v in s.per_question.items() if q not in held_out]
+    iv = rate_interval(out, clusters, seed=metric_seed(seed, f"held-out@{s.round}"), n_resamples=n_resamples)
+    return replace(
+        s,
+        held_out=statistics.fmean(out.values()) if out else None,
+        held_out_n=len(out),
+        held_out_interval=iv,
+        rated=statistics.fmean(rated) if rated else None,
+    )
 
 
 def _input_notes(asked: Sequence[Question], feedback_rounds: int) -> tuple[int, list[str]]:

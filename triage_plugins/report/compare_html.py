@@ -7,7 +7,7 @@ registers is shown with no edit here.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES
 from triage_plugins.metrics.registry import MetricRegistry, metric_registry
@@ -290,12 +290,18 @@ def _rhd_section(ok: list[CompareRow]) -> Safe:
 
 
 def _rounds_section(with_rounds: list[CompareRow]) -> Safe:
-    series = {r.label: [(float(s.round), s.hits_at_1) for s in r.rounds] for r in with_rounds}
-    chart = plots.line_chart(series, title="Hits@1 per feedback round", x_label="feedback round", width=640)
+    held = any(s.held_out_n for r in with_rounds for s in r.rounds)
+
+    def acc(s: Any) -> float | None:
+        return s.held_out if held else s.hits_at_1
+
+    series = {r.label: [(float(s.round), acc(s)) for s in r.rounds] for r in with_rounds}
+    what = "Held-out Hits@1 (questions never rated)" if held else "Hits@1"
+    chart = plots.line_chart(series, title=f"{what} per feedback round", x_label="feedback round", width=640)
     max_round = max(len(r.rounds) for r in with_rounds)
     rounds_table = table(
         ["framework / mode", *(f"round {i}" for i in range(max_round))],
-        [[r.label, *(number(s.hits_at_1) for s in r.rounds)] for r in with_rounds],
+        [[r.label, *(number(acc(s)) for s in r.rounds)] for r in with_rounds],
         numeric=range(1, 1 + max_round),
     )
     drift = [
@@ -315,9 +321,10 @@ def _rounds_section(with_rounds: list[CompareRow]) -> Safe:
         Safe("<h3>Contribution-score drift (most promoted and most suppressed)</h3>"),
         figures(*drift) if drift else "No contribution score moved.",
         anchor="rounds",
-        intro="EvoRAG: after each round the gold feedback is backpropagated into the contribution scores "
-        "and the next round retrieves with the learned reweighting (only retrievers that consult "
-        "triage_rerank can change).",
+        intro="EvoRAG: after each round the gold feedback on the rated questions is backpropagated into "
+        "the contribution scores and the next round retrieves with the learned reweighting (only "
+        "retrievers that consult triage_rerank can change). Accuracy is measured on the held-out "
+        "questions, which are never rated.",
     )
 
 

@@ -11,7 +11,7 @@ metric table too wide for the console even when wrapped at word boundaries is pr
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.measure import Measurement
@@ -312,12 +312,32 @@ def _rounds_table(ok: list[CompareRow], console: Console) -> None:
     if not with_rounds:
         return
     n = max(len(r.rounds) for r in with_rounds)
+    held = any(s.held_out_n for r in with_rounds for s in r.rounds)
     rows: list[tuple[Text, list[Cell]]] = [
-        (Text(r.label), [*(_num(s.hits_at_1) for s in r.rounds), *([""] * (n - len(r.rounds)))])
+        (Text(r.label), [*(_round_cell(s, held) for s in r.rounds), *([""] * (n - len(r.rounds)))])
         for r in with_rounds
     ]
-    title = "Hits@1 per feedback round (EvoRAG reweighting)"
+    title = (
+        "Held-out Hits@1 per feedback round (questions never rated; 95 % interval)"
+        if held
+        else "Hits@1 per feedback round (EvoRAG reweighting)"
+    )
     _matrix(console, title, ("framework / mode", "round"), rows, [(f"round {i}", "right") for i in range(n)])
+    for r in with_rounds:
+        if held and r.score_moves and len({s.held_out for s in r.rounds}) == 1:
+            console.print(
+                f"{r.label}: feedback moved {len(r.score_moves)} learned score(s), but held-out "
+                "accuracy did not change in any round"
+            )
+
+
+def _round_cell(s: Any, held: bool) -> Cell:
+    """One round's accuracy: held-out Hits@1 with its interval (when split), else Hits@1."""
+    if not held:
+        return _num(s.hits_at_1)
+    iv = s.held_out_interval
+    text = _num(s.held_out)
+    return text if iv is None else f"{text} [{iv.low:.2f}, {iv.high:.2f}]"
 
 
 def render_compare(
