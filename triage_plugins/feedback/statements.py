@@ -18,6 +18,12 @@ share nothing with R, keeps its own id. So feedback on a praised question moves
 ``CAMERON|PULP FICTION#prais`` and leaves ``CAMERON|PULP FICTION#direct`` — the key a director
 question ranks the row by — where it was.
 
+A chunk that states several facts is the same case with the same rule (EvoRAG §6.12 scores chunks):
+"Christopher Nolan directed Inception. Inception was released in 2010." promoted for "Who
+directed Inception?" would otherwise come first for "When was Inception released?" too. A chunk's
+statements are its sentences' lower-case relation words (names are capitalized), and a question's
+relation is read the same way (:func:`~triage_plugins.kg.relations.lower_stems`).
+
 The learner knows a row's predicate from the retrievals and graphs it has been sent
 (:class:`Statements` remembers them, bounded); a row it has not seen yet is keyed by its id.
 """
@@ -27,10 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from triage_plugins.contract.events import Triple
-from triage_plugins.kg.relations import statement_stems
+from triage_plugins.contract.events import Chunk, Triple
+from triage_plugins.kg.relations import lower_stems, statement_stems
 
-__all__ = ["SEPARATOR", "Statements", "statement_key", "statements"]
+__all__ = ["SEPARATOR", "Statements", "chunk_statements", "statement_key", "statements"]
 
 #: Between a row id and its statement's stems in a statement key.
 SEPARATOR = "#"
@@ -47,6 +53,17 @@ def statements(t: Triple) -> tuple[frozenset[str], ...]:
             stems = statement_stems(part, t.subject, t.object)
             if stems:
                 out.setdefault(stems)
+    return tuple(out)
+
+
+def chunk_statements(chunk: Chunk) -> tuple[frozenset[str], ...]:
+    """The distinct relation-stem sets of a chunk's sentences (:func:`~triage_plugins.kg.relations.lower_stems`:
+    a chunk names no entities, so its names are told by their capitals)."""
+    out: dict[frozenset[str], None] = {}
+    for part in _SPLIT.split(chunk.text):
+        stems = lower_stems(part)
+        if stems:
+            out.setdefault(stems)
     return tuple(out)
 
 
@@ -71,14 +88,14 @@ class Statements:
         self._said: dict[str, tuple[frozenset[str], ...]] = {}
         self.limit = limit
 
-    def see(self, triples: Iterable[Triple]) -> None:
-        """Remember the statements of ``triples`` (a retrieval's or a graph's)."""
+    def see(self, units: Iterable[Triple | Chunk]) -> None:
+        """Remember the statements of ``units`` (a retrieval's triples or chunks)."""
         said = self._said
-        for t in triples:
-            if t.id not in said:
+        for u in units:
+            if u.id not in said:
                 if len(said) >= self.limit:
                     said.clear()
-                said[t.id] = statements(t)
+                said[u.id] = statements(u) if isinstance(u, Triple) else chunk_statements(u)
 
     def keys(self, ids: Sequence[str], relations: frozenset[str]) -> list[str]:
         """The key of each row id for a question asking ``relations`` (its id when not merged or unseen)."""

@@ -28,6 +28,7 @@ from triage_plugins.contract.graph_view import normalize_label
 
 __all__ = [
     "asks_about",
+    "lower_stems",
     "question_stems",
     "relation_stems",
     "stem",
@@ -153,6 +154,19 @@ def question_stems(query: str, entities: Iterable[str] = ()) -> frozenset[str]:
         stem(t)
         for t in normalize_label(query).split()
         if t not in _STOP and t not in _NOT_RELATION and t not in own and not t.isdigit()
+    )
+
+
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def lower_stems(text: str) -> frozenset[str]:
+    """Relation stems of raw prose, names left out: the stems of its lower-case words less stop,
+    question and function words ("Christopher Nolan directed Inception." → ``{"direct"}``; "Where
+    was Christopher Nolan born?" → ``{"born"}``). For text whose entities are not known (a chunk's
+    sentence, a question at rerank time): English prose capitalizes names, not relation words."""
+    return frozenset(
+        stem(w) for w in _WORDS.findall(text) if w.islower() and w not in _STOP and w not in _NOT_RELATION
     )
 
 

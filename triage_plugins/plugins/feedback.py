@@ -110,7 +110,7 @@ from triage_plugins.feedback.evolution import EvolutionResult, KGEvolution, join
 from triage_plugins.feedback.priority import Relevance, clamp_relevance, token_relevance, unit_priority
 from triage_plugins.feedback.scores import ContributionScores
 from triage_plugins.feedback.statements import Statements
-from triage_plugins.kg.relations import question_stems
+from triage_plugins.kg.relations import lower_stems, question_stems
 
 if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
@@ -264,6 +264,12 @@ class _SharedOptimizer(FeedbackOptimizer):
                     self._alpha = min(max(float(stored), lo), hi)
 
 
+def _asked(query: str, unit: str) -> frozenset[str]:
+    """The relation stems ``query`` asks about, read as the unit's statements are read
+    (:mod:`~triage_plugins.feedback.statements`)."""
+    return lower_stems(query) if unit == "chunk" else question_stems(query)
+
+
 def _text(unit: Triple | Chunk) -> str:
     if isinstance(unit, Triple):
         return f"{unit.subject} {unit.predicate} {unit.object}"
@@ -383,7 +389,7 @@ class FeedbackLearner:
     def triage_retrieval(self, event: RetrievalEvent) -> None:
         self._retrievals.put((event.framework, event.query_id), event)
         if self._per_statement(self.unit):
-            self._statements.see(event.subgraph.triples)
+            self._statements.see(event.chunks if self.unit == "chunk" else event.subgraph.triples)
 
     @hookimpl
     def triage_generation(self, event: GenerationEvent) -> None:
@@ -441,7 +447,7 @@ class FeedbackLearner:
         model = self.model(unit)
         self._keep_fresh(model)
         if query is not None and self._per_statement(model.scores.unit):
-            ids = self._statements.keys(ids, question_stems(query))
+            ids = self._statements.keys(ids, _asked(query, model.scores.unit))
         s_c = model.scores.normalized(ids)
         p = unit_priority(clamp_relevance(relevance), s_c, model.optimizer.alpha)
         factor = model.evolution.factors(ids, s_c)
@@ -498,8 +504,8 @@ class FeedbackLearner:
         model = self.model(unit)
         with self._lock:
             relevance = self._relevance_of(key, retrieval.query, paths, path_ids)
-            if context.flat and self._per_statement(unit):
-                path_ids, relevance = self._statement_paths(retrieval, path_ids, relevance)
+            if (context.flat or unit == "chunk") and self._per_statement(unit):
+                path_ids, relevance = self._statement_paths(retrieval, unit, path_ids, relevance)
             factors = None
             if model.evolution.suppressing:
                 ids = list(dict.fromkeys(i for p in path_ids for i in p))
@@ -512,17 +518,21 @@ class FeedbackLearner:
         return update
 
     def _per_statement(self, unit: str) -> bool:
-        """Merged rows learned and ranked per statement (:mod:`~triage_plugins.feedback.statements`):
-        triples under relation-aware credit."""
-        return unit == "triple" and self.options["credit"] == "relation"
+        """Merged rows and chunks learned and ranked per statement
+        (:mod:`~triage_plugins.feedback.statements`): under relation-aware credit."""
+        return self.options["credit"] == "relation"
 
     def _statement_paths(
-        self, retrieval: RetrievalEvent, path_ids: Sequence[Sequence[str]], relevance: Mapping[str, float]
+        self,
+        retrieval: RetrievalEvent,
+        unit: str,
+        path_ids: Sequence[Sequence[str]],
+        relevance: Mapping[str, float],
     ) -> tuple[list[list[str]], dict[str, float]]:
-        """One-hop paths keyed by the statement the question asks about, and S_r under those keys."""
-        self._statements.see(retrieval.subgraph.triples)
+        """One-unit paths keyed by the statement the question asks about, and S_r under those keys."""
+        self._statements.see(retrieval.chunks if unit == "chunk" else retrieval.subgraph.triples)
         ids = [p[0] for p in path_ids]
-        keys = self._statements.keys(ids, question_stems(retrieval.query))
+        keys = self._statements.keys(ids, _asked(retrieval.query, unit))
         return [[k] for k in keys], {k: relevance[i] for i, k in zip(ids, keys, strict=True)}
 
     def _baseline(self, context: EvaluationContext) -> bool:
