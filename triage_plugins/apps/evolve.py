@@ -313,7 +313,7 @@ class ChunkBridge:
                 request.framework, request.query, "chunk", tuple(best), tuple(best.values()), request.query_id
             )
         )
-        return self.learner.priorities(chunks, request.relevance, unit="chunk").tolist()
+        return self.learner.priorities(chunks, request.relevance, unit="chunk", query=request.query).tolist()
 
 
 def _triple_from_id(triple_id: str) -> Triple:
@@ -412,6 +412,12 @@ class _Runner:
         options["feedback.learn_alpha"] = mode == "learned"
         if unit == "chunk":
             options.setdefault("feedback.max_hops", 1)
+            # EvoRAG §6.12 as the paper runs it: every chunk in the softmax, relation-blind. This
+            # bench's chunks bundle every fact of a subject as lower-case "s p o" lines, so neither
+            # names (capitals) nor one statement per sentence can be told apart, and relation-aware
+            # credit loses here: PQ-3H, 500 questions, seed 0, fixed α: +6.8 points "path",
+            # -0.4 "relation" per chunk, -3.4 "relation" per statement (benchmarks/RESULTS.md).
+            options.setdefault("feedback.credit", "path")
         config = TriageConfig(reweight=False, unit=unit, gate=False, options=options)
         self.manager: TriageManager = TriageManager(
             None, config=config, entry_points=False, defaults=False, synchronous=True

@@ -50,13 +50,19 @@ where EvoRAG is silent — its paths are reasoning paths, the frameworks retriev
   still filtered, so a true twin is never blamed for its false one. A triple off every
   credited chain *competes* only when it is an alternative answer — it touches a query entity and
   states the asked relation (same entity, same relation, another object) — and is *unrelated*
-  otherwise. Where the question is not relation-bound (a paraphrase: "couple" for ``spouse``), chains
+  otherwise (or leaves a credited chain's inner node by an asked relation: the conflicting second
+  hop of a two-hop question). Where the question is not relation-bound (a paraphrase: "couple" for ``spouse``), chains
   are credited relation-blind and nothing competes: no triple is lowered without evidence that it
   answers the same question.
-- chunks are credited by content, sentence by sentence: a chunk *supports* when one of its
-  sentences names a query entity, an answer entity and (relation-bound question) a stem of the
-  asked relation — never for naming the answer alone; it *competes* when a sentence names a query
-  entity and the asked relation but no answer entity; otherwise it is *unrelated*.
+- chunks are credited by the statements they state (``statements``: the retrieved triples). The
+  triples are credited as above; a chunk *supports* when one of its sentences states a supporting
+  triple (names both its entities), *competes* when its sentences state only competing ones, and
+  is *unrelated* otherwise — so each hop of a multi-hop chain credits the chunk that states it, and
+  a chunk naming the answer alone is never credited. Without retrieved triples (a chunk-only
+  retrieval) a chunk *supports* when one of its sentences names a query entity, an answer entity
+  and (relation-bound question) a stem of the asked relation, and *competes* when a sentence names
+  a query entity and the asked relation but no answer entity. A rejected answer that no chunk
+  states so is blamed on the chunks naming both it and a query entity (in any of their sentences).
 
 Reasoning paths a retriever reported (not flat) keep the rules above this paragraph.
 
@@ -85,6 +91,7 @@ __all__ = [
     "chain_triples",
     "ends_on",
     "relation_roles",
+    "stating_roles",
     "has_phrase",
     "path_roles",
     "touches",
@@ -285,12 +292,14 @@ def relation_roles(
             continue  # a relation-bound question: this chain states no asked relation
         for k in hits:
             on[k] = True
+    # an alternative answer leaves a query entity or a chain's inner node by an asked relation
+    inner = set(topics).union(*(pairs[k] for k in range(len(pairs)) if on[k])) - answers
     roles: list[str] = []
     for k, pair in enumerate(pairs):
         if on[k]:
             roles.append(SUPPORTS)
-        elif stated[k] and not topics.isdisjoint(pair) and answers.isdisjoint(pair):
-            roles.append(COMPETES)  # an alternative answer: same entity, same relation, another object
+        elif stated[k] and not inner.isdisjoint(pair) and answers.isdisjoint(pair):
+            roles.append(COMPETES)  # same entity, same relation, another object
         else:
             roles.append(UNRELATED)
     return roles
@@ -319,6 +328,46 @@ def chunk_roles(
     return roles
 
 
+def stating_roles(
+    sentences: Sequence[Sequence[str]],
+    triples: Sequence[Triple],
+    roles: Sequence[str],
+    ends: Ends,
+    relations: frozenset[str],
+    *,
+    misled: bool = False,
+) -> list[str]:
+    """The role of each chunk by the retrieved triples its sentences state (provenance by content: a
+    sentence states a triple when it names both its entities and, when the triple was credited for
+    stating the asked relation, a stem of it too — so a planted "Affleck directed Good Will Hunting"
+    does not state the credited "Affleck wrote Good Will Hunting"): it *supports* when it states a
+    supporting triple, *competes* when it states only competing ones, and is *unrelated* otherwise.
+
+    :param misled: unused by the rule itself (the triples' roles already carry it); kept so callers
+        pass what :func:`relation_roles` was given.
+    """
+    del misled
+    stated = [
+        (ends(t), role, asks_about(relations, ends.statement(t)))
+        for t, role in zip(triples, roles, strict=True)
+        if role != UNRELATED
+    ]
+    out: list[str] = []
+    for chunk in sentences:
+        stems = [text_stems(x) for x in chunk]
+        role = UNRELATED
+        for (s, o), r, asked in stated:
+            if any(
+                has_phrase(x, s) and has_phrase(x, o) and (not asked or not relations.isdisjoint(st))
+                for x, st in zip(chunk, stems, strict=True)
+            ):
+                role = r
+                if r == SUPPORTS:
+                    break
+        out.append(role)
+    return out
+
+
 _EMPTY, _CHUNK = 0, -1
 
 
@@ -334,6 +383,7 @@ class PathFacts:
     __slots__ = (
         "_kind",
         "relations",
+        "statements",
         "_nodes",
         "_probe",
         "_on_topic",
@@ -354,9 +404,11 @@ class PathFacts:
         max_hops: int = 3,
         ends: Ends | None = None,
         relations: frozenset[str] | None = None,
+        statements: Sequence[Triple] = (),
     ) -> None:
         self.paths, self.topics, self.flat, self.max_hops = paths, topics, flat, max_hops
         self.relations = relations
+        self.statements = statements
         self.ends = ends = ends or Ends()
         n = len(paths)
         self._kind: list[int] = [_EMPTY] * n  # _EMPTY, _CHUNK, or the number of triples (>= 2 = _TRIPLES)
@@ -452,7 +504,25 @@ class PathFacts:
                 roles[k] = role
         if relations is not None and self._texts:
             chunks = sorted(self._texts)
-            found = chunk_roles([self._texts[k] for k in chunks], topics, answers or targets, relations)
+            sentences = [self._texts[k] for k in chunks]
+            if self.statements and topics and answers:
+                credited = relation_roles(
+                    self.statements, topics, answers, relations, self.max_hops, self.ends, misled=misled
+                )
+                found = stating_roles(
+                    sentences, self.statements, credited, self.ends, relations, misled=misled
+                )
+            else:
+                found = chunk_roles(sentences, topics, answers or targets, relations)
+            if misled and SUPPORTS not in found:  # blamed on the chunks naming it and the question's entity
+                names = answers or targets
+                found = [
+                    SUPPORTS
+                    if any(has_phrase(x, a) for x in chunk for a in names)
+                    and (not topics or any(has_phrase(x, t) for x in chunk for t in topics))
+                    else UNRELATED
+                    for chunk in sentences
+                ]
             for k, role in zip(chunks, found, strict=True):
                 roles[k] = role
         return roles

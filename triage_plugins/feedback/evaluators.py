@@ -37,7 +37,7 @@ from triage_plugins.feedback.credit import (
     has_phrase,
     touches,
 )
-from triage_plugins.kg.relations import question_stems
+from triage_plugins.kg.relations import question_stems, relation_stems
 
 __all__ = [
     "AnswerSupportEvaluator",
@@ -66,6 +66,8 @@ class EvaluationContext:
     :param flat: the paths are the retrieved triples one by one, because the retriever reported no
         paths (a flat retrieval of relationships, as the framework adapters report): support is then
         judged through chains of them (:mod:`triage_plugins.feedback.credit`).
+    :param triples: the retrieved triples, with ``unit="chunk"``: chunks are credited by the triples
+        they state (:func:`~triage_plugins.feedback.credit.stating_roles`).
     :param labels: a memo of normalized triple labels to reuse (the learner keeps one per framework
         and graph version); ``None``: a fresh one per evaluation.
     """
@@ -76,6 +78,7 @@ class EvaluationContext:
     gold: Gold | None = None
     flat: bool = False
     labels: Ends | None = field(default=None, compare=False, repr=False)
+    triples: tuple[Triple, ...] = ()
 
 
 @runtime_checkable
@@ -171,7 +174,13 @@ class AnswerSupportEvaluator:
             topics = _topics(query, paths, context, ends)
             relations = _relations(self.credit, query, topics)
             facts = PathFacts(
-                paths, topics, flat=context.flat, max_hops=self.max_hops, ends=ends, relations=relations
+                paths,
+                topics,
+                flat=context.flat,
+                max_hops=self.max_hops,
+                ends=ends,
+                relations=relations,
+                statements=context.triples,
             )
             roles = facts.roles(targets, misled=f < 0)
         if f > 0:
@@ -308,8 +317,16 @@ class GoldEvaluator:
             if flat and not topics:
                 topics = _topics(query, paths, context, ends)
             relations = _relations(self.credit, query, topics)
+            if relations is not None:  # the gold path says which relations the question asks
+                relations = relations.union(*(relation_stems(t.predicate) for p in gold.paths for t in p))
             facts = PathFacts(
-                paths, topics, flat=flat, max_hops=self.max_hops, ends=ends, relations=relations
+                paths,
+                topics,
+                flat=flat,
+                max_hops=self.max_hops,
+                ends=ends,
+                relations=relations,
+                statements=context.triples,
             )
             led, right = facts.roles(response, misled=verdict < 0), facts.roles(answers)
             content = relations is not None and (flat or context.unit == "chunk")

@@ -116,7 +116,16 @@ if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.runtime.manager import TriageManager
 
-__all__ = ["UNATTRIBUTED", "UNATTRIBUTED_CAUSES", "FeedbackLearner", "unattributed_param"]
+__all__ = [
+    "MOVE_REASONS",
+    "UNATTRIBUTED",
+    "UNATTRIBUTED_CAUSES",
+    "FeedbackLearner",
+    "Move",
+    "move_reason",
+    "replay_moves",
+    "unattributed_param",
+]
 
 log = logging.getLogger("triage.plugins.feedback")
 
@@ -298,6 +307,8 @@ class FeedbackLearner:
         self._statements = Statements()
         self._lock = threading.RLock()
         self.last_update: Update | None = None
+        #: The utility each unit key got from the last feedback learned (None: not scored).
+        self.last_utilities: dict[str, float | None] = {}
         self.last_evolution: EvolutionResult | None = None
         #: Feedback events that changed nothing, per cause (each cause is logged once).
         self.unattributed: Counter[str] = Counter()
@@ -481,6 +492,7 @@ class FeedbackLearner:
             gold=retrieval.gold,
             flat=unit == "triple" and not retrieval.paths,
             labels=self._labels_of(event.framework),
+            triples=retrieval.subgraph.triples if unit == "chunk" else (),
         )
         answer = generation.answer if generation else ""
         evaluator = self.evaluator(retrieval)
@@ -514,7 +526,13 @@ class FeedbackLearner:
             update = model.optimizer.step(
                 path_ids, utilities, relevance, factors, baseline=self._baseline(context)
             )
+            utility_of: dict[str, float | None] = {}
+            for ids_, u in zip(path_ids, utilities, strict=True):
+                for i in ids_:
+                    if u is not None or i not in utility_of:
+                        utility_of[i] = u
         self.last_update = update
+        self.last_utilities = utility_of
         return update
 
     def _per_statement(self, unit: str) -> bool:
@@ -643,3 +661,71 @@ class FeedbackLearner:
             result = model.evolution.evolve(triples)
         self.last_evolution = result
         return tuple(s.triple for s in result.shortcuts)
+
+
+# ---------------------------------------------------------------------- audit (#30 point 6)
+
+#: Why a feedback moved a score, in the order a report lists them.
+MOVE_REASONS = (
+    "led to a wrong answer",
+    "alternative to a right answer",
+    "led to a right answer",
+    "leads to the gold answer",
+    "bystander",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One feedback's step on one score: which query, its score, the unit's utility, the step, why."""
+
+    key: str
+    framework: str
+    query_id: str
+    feedback: float
+    utility: float | None
+    delta: float
+    reason: str
+
+
+def move_reason(feedback: float, utility: float | None, delta: float) -> str:
+    """Why a step moved a unit (:data:`MOVE_REASONS`): by the unit's utility for that feedback, or
+    ``"bystander"`` when the unit had none (it moved only through the softmax of other paths)."""
+    if not utility:
+        return "bystander"
+    if utility < 0:
+        return "led to a wrong answer" if feedback < 0.5 else "alternative to a right answer"
+    return "led to a right answer" if feedback > 0.5 else "leads to the gold answer"
+
+
+def replay_moves(
+    events: Sequence[Any], unit: str = "triple", options: Mapping[str, Any] | None = None
+) -> list[Move]:
+    """Every score step the feedback in ``events`` makes, replayed in order through a fresh learner
+    (in memory; default options unless given): learned scores are a pure function of the events and
+    feedback, so the steps, their signs and reasons are the live learner's. Their sizes can differ a
+    little where the live learner had the framework's own relevance S_r from ``triage_rerank`` (not
+    stored): the replay uses the configured relevance function there."""
+    from types import SimpleNamespace
+
+    from triage_plugins.contract.config import TriageConfig
+
+    opts = {"feedback.memory": max(1024, len(events)), **(options or {})}
+    config = TriageConfig(unit=unit, options=opts)  # type: ignore[arg-type]
+    learner = FeedbackLearner(SimpleNamespace(store=None, config=config))  # type: ignore[arg-type]
+    moves: list[Move] = []
+    for e in events:
+        if isinstance(e, RetrievalEvent):
+            learner.triage_retrieval(e)
+        elif isinstance(e, GenerationEvent):
+            learner.triage_generation(e)
+        elif isinstance(e, FeedbackEvent):
+            update = learner.learn(e)
+            if update is None:
+                continue
+            for key, delta in update.deltas.items():
+                u = learner.last_utilities.get(key)
+                moves.append(
+                    Move(key, e.framework, e.query_id, e.score, u, delta, move_reason(e.score, u, delta))
+                )
+    return moves

@@ -138,17 +138,24 @@ class ScoreMove:
     delta: float
     n_updates: int
     updated_at: float
+    reason: str | None = None  # why it moved most (plugins.feedback.MOVE_REASONS), from the replay
+    by: tuple[tuple[str, float], ...] = ()  # the feedback that moved it most: (query id, step)
 
 
 @dataclass
 class ScoreUnitReport:
-    """Score movement of one unit (``"triple"``, ``"chunk"``, or a compare namespace's unit)."""
+    """Score movement of one unit (``"triple"``, ``"chunk"``, or a compare namespace's unit).
+
+    :param reasons: moved scores per reason they moved (the learning audit, #30): a score lowered
+        because it led to wrong answers is told from one lowered as a bystander.
+    """
 
     unit: str
     total: int
     moved: int
     promoted: list[ScoreMove]
     suppressed: list[ScoreMove]
+    reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -358,7 +365,11 @@ def _group(
     )
 
 
-def _score_units(store: Store, since: float | None, top: int) -> list[ScoreUnitReport]:
+#: Feedback events the learning audit replays at most (the rest are counted in a note).
+AUDIT_LIMIT = 5000
+
+
+def _score_units(store: Store, since: float | None, top: int, notes: list[str]) -> list[ScoreUnitReport]:
     from triage_plugins.apps.compare import SCORE_UNITS_PARAM
 
     units = ["triple", "chunk", *(store.get_param(SCORE_UNITS_PARAM, []) or [])]
@@ -367,15 +378,72 @@ def _score_units(store: Store, since: float | None, top: int) -> list[ScoreUnitR
         rows = store.get_scores(unit)
         if not rows:
             continue
+        why = _audit(store, unit, notes) if unit in ("triple", "chunk") else {}
         moves = [
-            ScoreMove(i, r.raw, r.raw - INITIAL_SCORE, r.n_updates, r.updated_at)
+            _score_move(i, r, why.get(i, ()))
             for i, r in rows.items()
             if since is None or r.updated_at >= since
         ]
         moved = [m for m in moves if m.delta != 0.0]
         promoted = sorted((m for m in moved if m.delta > 0), key=lambda m: (-m.delta, m.id))[:top]
         suppressed = sorted((m for m in moved if m.delta < 0), key=lambda m: (m.delta, m.id))[:top]
-        out.append(ScoreUnitReport(unit, len(moves), len(moved), promoted, suppressed))
+        reasons = Counter(m.reason for m in moved if m.reason is not None)
+        out.append(ScoreUnitReport(unit, len(moves), len(moved), promoted, suppressed, dict(reasons)))
+    return out
+
+
+def audit_line(reasons: Mapping[str, int]) -> str:
+    """One line of the learning audit: how many moved scores moved most for each reason."""
+    from triage_plugins.plugins.feedback import MOVE_REASONS
+
+    parts = [f"{reasons[r]} {r}" for r in MOVE_REASONS if reasons.get(r)]
+    return "learning audit (scores by why they moved most): " + ", ".join(parts)
+
+
+def _score_move(key: str, row: object, steps: Sequence[object]) -> ScoreMove:
+    """A stored score with what the replay says moved it: the reason that moved it furthest and the
+    three largest steps."""
+    raw = float(row.raw)  # type: ignore[attr-defined]
+    by_reason: dict[str, float] = defaultdict(float)
+    for m in steps:
+        by_reason[m.reason] += m.delta  # type: ignore[attr-defined]
+    reason = max(by_reason, key=lambda r: (abs(by_reason[r]), r)) if by_reason else None
+    largest = sorted(steps, key=lambda m: -abs(m.delta))[:3]  # type: ignore[attr-defined]
+    return ScoreMove(
+        key,
+        raw,
+        raw - INITIAL_SCORE,
+        row.n_updates,  # type: ignore[attr-defined]
+        row.updated_at,  # type: ignore[attr-defined]
+        reason,
+        tuple((m.query_id, m.delta) for m in largest),  # type: ignore[attr-defined]
+    )
+
+
+def _audit(store: Store, unit: str, notes: list[str]) -> dict[str, list[object]]:
+    """The learning audit: the store's feedback replayed through a fresh learner
+    (:func:`~triage_plugins.plugins.feedback.replay_moves`), each step filed under its unit key."""
+    import itertools
+
+    from triage_plugins.plugins.feedback import replay_moves
+
+    lookup = getattr(store, "last_event", None)
+    if lookup is None:
+        return {}
+    feedback = list(itertools.islice(store.events("feedback"), AUDIT_LIMIT + 1))
+    if len(feedback) > AUDIT_LIMIT:
+        notes.append(f"learning audit: only the first {AUDIT_LIMIT} feedback events were replayed")
+        feedback = feedback[:AUDIT_LIMIT]
+    sequence: list[object] = []
+    for fb in feedback:
+        for kind in ("retrieval", "generation"):
+            e = lookup(kind, framework=fb.framework, query_id=fb.query_id)
+            if e is not None:
+                sequence.append(e)
+        sequence.append(fb)
+    out: dict[str, list[object]] = defaultdict(list)
+    for m in replay_moves(sequence, unit):
+        out[m.key].append(m)
     return out
 
 
@@ -644,7 +712,7 @@ def build_store_report(
         runs=len(runs),
         groups=groups,
         graph=_graph_metrics(store, since),
-        scores=_score_units(store, since, top_scores),
+        scores=_score_units(store, since, top_scores, notes),
         notes=notes,
         thresholds={m: theta[m] for m in CHAIN_METRICS},
         dropped=dropped,

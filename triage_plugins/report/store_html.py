@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from triage_plugins.contract.config import default_thresholds
 from triage_plugins.diagnosis.chain import REMEDIATION
 from triage_plugins.report import plots
-from triage_plugins.report.data import CHAIN_METRICS
+from triage_plugins.report.data import CHAIN_METRICS, audit_line
 from triage_plugins.report.html import (
     Safe,
     cell,
@@ -176,17 +176,32 @@ def _scores_section(units: list[ScoreUnitReport]) -> Safe:
             parts.append(
                 figures(plots.diverging_bars(items, title=f"Score drift from 100 — {u.unit}", width=720))
             )
+        if u.reasons:
+            parts.append(Safe(f"<p>{cell(audit_line(u.reasons))}</p>"))
         rows = [
-            [kind, m.id, f"{m.raw:.2f}", f"{m.delta:+.2f}", m.n_updates, _when(m.updated_at)]
+            [
+                kind,
+                m.id,
+                f"{m.raw:.2f}",
+                f"{m.delta:+.2f}",
+                m.n_updates,
+                m.reason or "-",
+                "; ".join(f"{q} {d:+.1f}" for q, d in m.by) or "-",
+                _when(m.updated_at),
+            ]
             for kind, moves in (("promoted", u.promoted), ("suppressed", u.suppressed))
             for m in moves
         ]
-        parts.append(table(["", "id", "raw", "vs 100", "updates", "last update"], rows, numeric=(2, 3, 4)))
+        head = ["", "id", "raw", "vs 100", "updates", "why", "moved most by (query, step)", "last update"]
+        parts.append(table(head, rows, numeric=(2, 3, 4)))
     return section(
         "Contribution scores",
         *(parts or ["No contribution score in this store (no feedback was learned)."]),
         intro="EvoRAG §4.3: raw contribution scores start at 100; feedback moves them. The most promoted and "
-        "most suppressed triples or chunks, with the number of updates each had.",
+        "most suppressed triples or chunks, with the number of updates each had. The learning audit "
+        "replays the store's feedback to say why each moved: it led to a wrong answer, it was an "
+        "alternative to a right answer, it led to a right (or the gold) answer, or it moved as a "
+        "bystander (a path the feedback said nothing about).",
     )
 
 

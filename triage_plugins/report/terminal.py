@@ -21,7 +21,7 @@ from rich.text import Text
 from triage_plugins.diagnosis.chain import SIGNATURES
 from triage_plugins.diagnosis.intervals import format_interval
 from triage_plugins.report.compare_html import chain_funnel, compare_columns
-from triage_plugins.report.data import CHAIN_METRICS
+from triage_plugins.report.data import CHAIN_METRICS, audit_line
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -462,15 +462,26 @@ def _scores_table(u: ScoreUnitReport, console: Console) -> None:
     title = f"Contribution scores — {u.unit}: {u.moved} of {u.total} moved"
     moves = [(kind, m) for kind, ms in (("promoted", u.promoted), ("suppressed", u.suppressed)) for m in ms]
     t = Table(title=title, title_justify="left")
-    for col in ("", "id", "raw", "vs 100", "updates"):
+    for col in ("", "id", "raw", "vs 100", "updates", "why", "largest step"):
         t.add_column(col, justify="right" if col in {"raw", "vs 100", "updates"} else "left")
     for kind, m in moves:
-        t.add_row(kind, Text(m.id), f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates))
+        t.add_row(kind, Text(m.id), f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates), *_why(m))
+    if u.reasons:
+        console.print(Text(audit_line(u.reasons)))
     if fits(t, console) or not moves:
         console.print(fold_table(t, console))
         return
     rows: list[tuple[Text, list[Cell]]] = [
-        (Text(m.id), [kind, f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates)]) for kind, m in moves
+        (Text(m.id), [kind, f"{m.raw:.2f}", f"{m.delta:+.2f}", str(m.n_updates), *_why(m)])
+        for kind, m in moves
     ]
     columns = [("moved", "left"), ("raw", "right"), ("vs 100", "right"), ("updates", "right")]
+    columns += [("why", "left"), ("largest step", "left")]
     _matrix(console, title, ("id", "field"), rows, columns)
+
+
+def _why(m: Any) -> list[Cell]:
+    """The audit cells of a score: why it moved, and the feedback (query id, step) that moved it most
+    (the HTML report lists the three largest)."""
+    by = f"{m.by[0][0]} {m.by[0][1]:+.1f}" if m.by else "-"
+    return [Text(m.reason or "-"), Text(by)]
