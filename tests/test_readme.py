@@ -408,6 +408,45 @@ def test_skipped_command_is_well_formed(command: str) -> None:
     assert not problems, problems
 
 
+LIGHTRAG_DOC = ROOT / "docs" / "lightrag.md"
+
+
+def _tool_words(command: str) -> list[str]:
+    """The command's words without leading ``NAME=value`` assignments; [] unless it runs our tools."""
+    words = shlex.split(command)
+    while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+        words = words[1:]
+    return words if words and words[0] in ("triage", "triage-lightrag-server") else []
+
+
+DOC_TOOL_COMMANDS = [
+    c
+    for b in readme_blocks(LIGHTRAG_DOC.read_text(encoding="utf-8"))
+    if b.lang in ("bash", "sh", "shell", "console") or _is_command_block(b)
+    for c in commands(b)
+    if _tool_words(c)
+]
+
+
+def test_lightrag_doc_names_its_commands() -> None:
+    programs = {_tool_words(c)[0] for c in DOC_TOOL_COMMANDS}
+    assert programs == {"triage", "triage-lightrag-server"}, DOC_TOOL_COMMANDS
+
+
+@pytest.mark.parametrize("command", DOC_TOOL_COMMANDS, ids=lambda c: c[:60])
+def test_lightrag_doc_command_is_accepted(command: str) -> None:
+    """Every ``triage`` / ``triage-lightrag-server`` command of docs/lightrag.md: its options exist
+    (``--help`` text) and the CLI parses it (run with ``--help`` appended: an unknown option such as
+    ``triage report --store`` is refused before the help is printed)."""
+    assert not static_problems(command)
+    words = _tool_words(command)
+    exe = shutil.which(words[0], path=ENV["PATH"])
+    if exe is None:
+        pytest.skip(f"{words[0]} is not installed")
+    out = subprocess.run([exe, *words[1:], "--help"], env=ENV, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"docs/lightrag.md: {command}\n{out.stdout[-1500:]}{out.stderr[-1500:]}"
+
+
 #: Skipped commands wrong as written (README fix in the report / the reason).
 STATIC_XFAIL: dict[str, str] = {}
 
@@ -511,6 +550,64 @@ def test_entry_point_block() -> None:
     assert list(group) == ["triage"]
     ours = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
     assert "triage" in ours
+
+
+ENTRY_POINT_RUNNER = """\
+import json, sys
+from triage_plugins import TriageManager
+from triage_plugins.contract.events import RetrievalEvent
+
+name = sys.argv[1]
+with TriageManager(store=None, synchronous=True, defaults=False) as manager:  # entry points loaded
+    loaded = {p.name: p for p in manager.plugins()}
+    errors = [f"{e}" for e in manager.load_errors if name in str(e)]
+    manager.emit_retrieval(RetrievalEvent("demo", "q-1", "Who directed Inception?", seconds=2.5, retriever="local"))
+    failures = {"/".join(k): n for k, n in manager.failures.items() if name in k}
+print(json.dumps({"loaded": name in loaded, "errors": errors, "failures": failures}))
+"""
+
+
+def test_entry_point_example_works_as_the_manager_loads_it(tmp_path: Path) -> None:
+    """README's plugin, shipped as its TOML block says (a distribution with that entry point on the
+    path), loaded by a TriageManager the way it loads every entry point, and called: no load error,
+    no failure, and the hook runs (a class named there would fail on every call)."""
+    (toml,) = [b for b in readme_blocks() if b.lang == "toml"]
+    [(name, target)] = tomllib.loads(toml.text)["project"]["entry-points"]["triage"].items()
+    module, _, attr = target.partition(":")
+    [plugin] = [b for b in readme_blocks() if b.lang == "python" and "class SlowQueryAlarm" in b.text]
+    source = tmp_path / Path(*module.split(".")).with_suffix(".py")
+    for package in source.relative_to(tmp_path).parents[:-1]:
+        (tmp_path / package).mkdir(parents=True, exist_ok=True)
+        (tmp_path / package / "__init__.py").touch()
+    source.write_text(plugin.text, encoding="utf-8")
+    dist = tmp_path / "my_package-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: my-package\nVersion: 0.1\n", encoding="utf-8"
+    )
+    (dist / "entry_points.txt").write_text(f"[triage]\n{name} = {target}\n", encoding="utf-8")
+    (tmp_path / "run.py").write_text(ENTRY_POINT_RUNNER, encoding="utf-8")
+    env = {
+        **ENV,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), ENV.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    out = subprocess.run(
+        [sys.executable, "run.py", name],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    *printed, result = out.stdout.strip().splitlines()
+    got = json.loads(result)
+    assert got == {"loaded": True, "errors": [], "failures": {}}, (
+        got,
+        f"{name} = {target!r}",
+        out.stderr[-2000:],
+    )
+    assert "slow query q-1: 2.50s via local" in printed, (printed, attr)
 
 
 def test_parser_sees_markers_and_commands() -> None:

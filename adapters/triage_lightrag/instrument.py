@@ -130,6 +130,7 @@ class _Issued:
 
     streaming: bool = False  # an answer stream is open: feedback waits for its end
     held: list[FeedbackEvent] = field(default_factory=list)
+    answered: bool = False  # an answer built on the retrieval was (or is being) generated
 
 
 def host_wait(budget: Any) -> float | None:
@@ -262,6 +263,13 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
     def knows_query(self, query_id: str) -> bool:
         """Whether ``query_id`` is a query this instrumentor answered recently (feedback accepted)."""
         return query_id in self._issued
+
+    def answered(self, query_id: str) -> bool | None:
+        """Whether ``query_id`` produced an answer built on its retrieval (``aquery_llm`` / ``aquery``,
+        streamed or not; ``False`` for an ``aquery_data`` query or ``mode="bypass"``, which the
+        feedback learner cannot credit); ``None`` for an id this instrumentor does not know."""
+        issued = self._issued.get(query_id)
+        return None if issued is None else issued.answered
 
     def awaiting_stream(self, query_id: str) -> bool:
         """Whether feedback for ``query_id`` is held until its answer stream ends."""
@@ -404,15 +412,18 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
         llm_response = result.get("llm_response") if isinstance(result, dict) else None
         if not isinstance(llm_response, dict):
             return result
+        issued = self._issued.get(state.query_id)
         if llm_response.get("is_streaming") and llm_response.get("response_iterator") is not None:
-            issued = self._issued.get(state.query_id)
             if issued is not None:
                 issued.streaming = True
+                issued.answered = context == "retrieved"
             llm_response["response_iterator"] = self._stream(
                 llm_response["response_iterator"], state.query_id, t0, context
             )
         elif isinstance(llm_response.get("content"), str):
             answer = llm_response["content"]
+            if issued is not None:
+                issued.answered = context == "retrieved"
             self._defer("generation event", self._emit_generation, state.query_id, answer, seconds, context)
         return result
 

@@ -10,10 +10,13 @@ Every route, the web UI and the configuration are LightRAG's own; this module ad
 
 - ``POST /triage/feedback`` ``{"query_id": ..., "score": 0..1, "source": "human"}`` (200 once durable;
   202 while the answer stream it rates is still open; an id another worker answered is accepted when
-  the shared store holds its retrieval; 404 when neither this worker nor the store knows the id);
+  the shared store holds its retrieval; 404 when neither this worker nor the store knows the id;
+  422 for a score outside [0, 1] or not finite; ``"learned": false`` in the 200 body for a query
+  with no answer to learn from, a ``/query/data`` one);
 - ``GET /triage/summary``: recent query metrics (mean per metric, how many undefined), gate decisions,
   drops, failures;
-- an ``X-Triage-Query-Id`` header on every ``/query*`` response (streaming included).
+- an ``X-Triage-Query-Id`` header on every ``/query*`` response (streaming included), listed in the
+  CORS ``Access-Control-Expose-Headers``.
 
 Options (a flag wins over its variable): ``--triage-store``/``TRIAGE_STORE_URL`` (a path or URL; default
 ``TRIAGE_STORE``, else ``triage.sqlite`` in LightRAG's ``--working-dir``), ``--triage-reweight``/
@@ -24,6 +27,11 @@ arguments, it returns ``LightRAG(...)`` keyword overrides (``llm_model_func``, `
 ``tokenizer``, ...), for bringing your own functions, and for offline tests
 (``triage_lightrag.testing:offline_server_functions``); with ``embedding_func`` given, the server's
 provider embedding is never built, so no ``lightrag.llm.*`` provider module is imported.
+
+The variables are read where ``lightrag-server`` reads its own settings, with its precedence: the
+process environment, then the ``.env`` file of the current directory (``lightrag.api`` calls
+``load_dotenv(".env", override=False)``: a variable already in the environment is not overridden),
+then the default. ``--help`` and the serving process's start-up log say where each value came from.
 
 How (LightRAG 1.5.7's ``create_app()`` builds ``rag = LightRAG(...)`` as a local its routers close
 over): while :func:`create_app` runs LightRAG's own ``create_app``, the module's ``LightRAG`` name
@@ -51,7 +59,16 @@ from typing import Any
 
 from triage_plugins.contract.errors import ConfigError, TriageError
 
-__all__ = ["ServerOptions", "TriageServerState", "create_app", "get_application", "main", "split_argv"]
+__all__ = [
+    "Setting",
+    "ServerOptions",
+    "TriageServerState",
+    "create_app",
+    "get_application",
+    "main",
+    "read_settings",
+    "split_argv",
+]
 
 log = logging.getLogger("triage.lightrag.server")
 
@@ -67,9 +84,90 @@ _SWITCHES = {"--triage-reweight": "reweight", "--gunicorn": "gunicorn"}
 _stock: dict[str, Any] = {}  # lightrag.api.lightrag_server's own create_app / get_application
 
 
+#: The ``.env`` file ``lightrag.api`` loads (relative to the current directory, like LightRAG's).
+ENV_FILE = ".env"
+#: ``TRIAGE_*`` variables read by the server or by the manager and store it builds.
+KNOWN_VARIABLES = (
+    "TRIAGE_STORE_URL", "TRIAGE_STORE", "TRIAGE_REWEIGHT", "TRIAGE_UNIT", "TRIAGE_GATE",
+    "TRIAGE_LIGHTRAG_FUNCS", "TRIAGE_HOOK_BUDGET", "TRIAGE_DISABLE_PLUGINS", "TRIAGE_SYNC",
+    "TRIAGE_TRACE_PLUGINS", "TRIAGE_STORE_POOL",
+)  # fmt: skip
+_OPTION_VARIABLES = {
+    "store": ("TRIAGE_STORE_URL", "TRIAGE_STORE"),
+    "reweight": ("TRIAGE_REWEIGHT",),
+    "unit": ("TRIAGE_UNIT",),
+    "gate": ("TRIAGE_GATE",),
+    "funcs": ("TRIAGE_LIGHTRAG_FUNCS",),
+}
+_OPTION_FLAGS = {**{v: k for k, v in _FLAGS.items()}, **{v: k for k, v in _SWITCHES.items()}}
+_DEFAULT_ENV_FILE: Any = object()  # from_env(): ".env" when reading the process environment
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One ``TRIAGE_*`` variable as ``lightrag-server`` would see it, and where it came from."""
+
+    name: str
+    value: str
+    origin: str  # "environment" or ".env"
+    path: str | None = None  # the .env file's absolute path
+
+    def where(self) -> str:
+        if self.origin == ".env":
+            return f"{self.name} from {self.path}"
+        return f"{self.name} from the environment"
+
+
+def read_settings(
+    env: Mapping[str, str] | None = None, env_file: str | os.PathLike[str] | None = ENV_FILE
+) -> dict[str, Setting]:
+    """Every ``TRIAGE_*`` variable of ``env`` (default ``os.environ``) and ``env_file``, by name.
+
+    LightRAG's precedence (``load_dotenv(".env", override=False)``): a variable of the environment
+    wins over the file's line. A variable whose environment value equals the file's is reported
+    as coming from ``.env`` (once LightRAG has loaded the file, the two cannot be told apart).
+    """
+    env = os.environ if env is None else env
+    path, lines = _env_file_values(env_file)
+    out: dict[str, Setting] = {}
+    for name in sorted({*env, *lines}):
+        if not name.startswith("TRIAGE_"):
+            continue
+        if name in env:
+            from_file = lines.get(name) == env[name]
+            out[name] = Setting(
+                name, env[name], ".env" if from_file else "environment", path if from_file else None
+            )
+        else:
+            out[name] = Setting(name, lines[name], ".env", path)
+    return out
+
+
+def _env_file_values(env_file: str | os.PathLike[str] | None) -> tuple[str | None, dict[str, str]]:
+    """(absolute path, variables) of a ``.env`` file as python-dotenv's ``load_dotenv(...,
+    override=False)`` reads it (same parser, interpolation and ``PYTHON_DOTENV_DISABLED``)."""
+    if env_file is None or not os.path.isfile(env_file):
+        return None, {}
+    try:
+        from dotenv import main as dotenv_main
+    except ImportError:  # lightrag-hku requires python-dotenv; without it LightRAG reads no .env either
+        return None, {}
+    disabled = getattr(dotenv_main, "_load_dotenv_disabled", None)
+    if disabled is not None and disabled():
+        return None, {}
+    parsed = dotenv_main.DotEnv(env_file, interpolate=True, override=False, encoding="utf-8").dict()
+    return os.path.abspath(env_file), {k: v for k, v in parsed.items() if v is not None}
+
+
 @dataclasses.dataclass(frozen=True)
 class ServerOptions:
-    """What the triage side of the server is configured with (see the module docstring)."""
+    """What the triage side of the server is configured with (see the module docstring).
+
+    :ivar origins: option name -> where its value came from (``--triage-gate``, ``TRIAGE_GATE from
+        /srv/.env``, ``TRIAGE_GATE from the environment``, ``default``); what :meth:`describe`
+        prints. Not part of equality.
+    :ivar settings: every ``TRIAGE_*`` variable read (:func:`read_settings`), by name.
+    """
 
     store: str | None = None
     reweight: bool = False
@@ -77,35 +175,92 @@ class ServerOptions:
     gate: str = "warn"
     funcs: str | None = None
     gunicorn: bool = False
+    origins: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    settings: Mapping[str, Setting] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
-            raise ConfigError(f"TRIAGE_UNIT / --triage-unit must be 'triple' or 'chunk', got {self.unit!r}")
+            raise ConfigError(
+                f"TRIAGE_UNIT / --triage-unit must be 'triple' or 'chunk', got {self.unit!r}"
+                + self._from("unit")
+            )
         if self.gate not in GATES:
             raise ConfigError(
                 f"TRIAGE_GATE / --triage-gate must be one of {', '.join(GATES)}, got {self.gate!r}"
+                + self._from("gate")
             )
         if self.funcs is not None and ":" not in self.funcs:
             raise ConfigError(
                 f"TRIAGE_LIGHTRAG_FUNCS / --triage-funcs must be 'module:callable', got {self.funcs!r}"
+                + self._from("funcs")
             )
 
+    def _from(self, option: str) -> str:
+        origin = self.origins.get(option)
+        return f" ({origin})" if origin and origin != "default" else ""
+
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **given: Any) -> ServerOptions:
-        """Options from ``TRIAGE_*`` variables, overridden by ``given`` (the flags)."""
-        env = os.environ if env is None else env
-        raw = env.get("TRIAGE_REWEIGHT", "").strip().lower()
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        env_file: str | os.PathLike[str] | None = _DEFAULT_ENV_FILE,
+        **given: Any,
+    ) -> ServerOptions:
+        """Options from ``TRIAGE_*`` variables, overridden by ``given`` (the flags).
+
+        :param env: the variables; default: the process environment, completed by ``env_file``.
+        :param env_file: a ``.env`` file whose lines fill in what ``env`` lacks (LightRAG's
+            precedence); default :data:`ENV_FILE` (the current directory's, as ``lightrag.api``
+            reads it) when ``env`` is not given, else none.
+        """
+        if env_file is _DEFAULT_ENV_FILE:
+            env_file = ENV_FILE if env is None else None
+        settings = read_settings(env, env_file)
+        values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        for option, names in _OPTION_VARIABLES.items():
+            found = next((settings[n] for n in names if n in settings and settings[n].value), None)
+            if found is not None:
+                values[option], origins[option] = found.value, found.where()
+        raw = str(values.get("reweight", "")).strip().lower()
         if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
-            raise ConfigError(f"TRIAGE_REWEIGHT must be 1 or 0, got {raw!r}")
-        values: dict[str, Any] = {
-            "store": env.get("TRIAGE_STORE_URL") or env.get("TRIAGE_STORE") or None,
-            "reweight": raw in ("1", "true", "yes", "on"),
-            "unit": env.get("TRIAGE_UNIT") or "triple",
-            "gate": env.get("TRIAGE_GATE") or "warn",
-            "funcs": env.get("TRIAGE_LIGHTRAG_FUNCS") or None,
+            raise ConfigError(f"TRIAGE_REWEIGHT must be 1 or 0, got {raw!r} ({origins['reweight']})")
+        if "reweight" in values:
+            values["reweight"] = raw in ("1", "true", "yes", "on")
+        for option, value in given.items():
+            if value is not None:
+                values[option], origins[option] = value, _OPTION_FLAGS.get(option, "argument")
+        for option in _OPTION_VARIABLES:
+            origins.setdefault(option, "default")
+        return cls(**values, origins=origins, settings=settings)
+
+    def describe(self, store: str | None = None) -> list[str]:
+        """One line per option, ``name = value (where it came from)``, then any other ``TRIAGE_*``
+        variable read; ``store``: the resolved store, shown when no store option is set."""
+        shown = {
+            "store": self.store or store or "<working-dir>/triage.sqlite",
+            "reweight": "on" if self.reweight else "off",
+            "unit": self.unit,
+            "gate": self.gate,
+            "funcs": self.funcs or "none",
         }
-        values.update({k: v for k, v in given.items() if v is not None})
-        return cls(**values)
+        lines = [
+            f"{option} = {value}  ({self.origins.get(option, 'default')})" for option, value in shown.items()
+        ]
+        shown_variables = {origin.split(" ", 1)[0] for origin in self.origins.values()}
+        for name, setting in self.settings.items():
+            if name in shown_variables:
+                continue
+            option = next((o for o, names in _OPTION_VARIABLES.items() if name in names), None)
+            if option is not None:
+                note = f"; not used: {self.origins.get(option, 'default')} wins"
+            elif name not in KNOWN_VARIABLES:
+                note = "; not a variable triage-plugins reads (misspelt?)"
+            else:
+                note = ""
+            lines.append(f"{name} = {setting.value}  ({setting.where()}{note})")
+        return lines
 
     def config(self) -> Any:
         """The owned manager's :class:`~triage_plugins.contract.config.TriageConfig`."""
@@ -179,6 +334,7 @@ def create_app(args: Any, options: ServerOptions | None = None) -> Any:
     app.state.triage = state
     _wrap_lifespan(app, state)
     app.add_middleware(QueryIdMiddleware)
+    _expose_query_id_header(app)
     from triage_lightrag.server_routes import triage_router
 
     api_key = os.getenv("LIGHTRAG_API_KEY") or getattr(args, "key", None)
@@ -260,6 +416,26 @@ def _provider_placeholders() -> list[str]:
     return added
 
 
+QUERY_ID_HEADER = "X-Triage-Query-Id"
+
+
+def _expose_query_id_header(app: Any) -> None:
+    """Add ``X-Triage-Query-Id`` to the ``expose_headers`` of LightRAG's ``CORSMiddleware`` (it
+    exposes only ``X-New-Token``), so a browser front-end on another origin can read the id.
+
+    The middleware stack is built on the first request, from ``app.user_middleware``: this edits
+    the arguments it will be built with. Without CORS middleware (none configured) nothing changes.
+    """
+    from starlette.middleware.cors import CORSMiddleware
+
+    for middleware in app.user_middleware:
+        if middleware.cls is not CORSMiddleware:
+            continue
+        exposed = list(middleware.kwargs.get("expose_headers") or ())
+        if QUERY_ID_HEADER.lower() not in {h.lower() for h in exposed}:
+            middleware.kwargs["expose_headers"] = [*exposed, QUERY_ID_HEADER]
+
+
 def _wrap_lifespan(app: Any, state: TriageServerState) -> None:
     """Instrument after LightRAG's own start-up (storages ready), in the serving process."""
     stock = app.router.lifespan_context
@@ -312,6 +488,8 @@ class TriageServerState:
         )
         self.inst, self.pid = inst, os.getpid()
         log.info("triage: instrumented LightRAG in process %d (store %s)", self.pid, self.store_target)
+        for line in self.options.describe(self.store_target):
+            log.info("triage: %s", line)
 
     def stop(self) -> None:
         inst, self.inst = self.inst, None
@@ -362,7 +540,7 @@ triage-lightrag-server: lightrag-server with its LightRAG instance instrumented
 by triage-plugins. It records every query's retrieval and answer (events,
 metrics, the chain signature) in a store and can learn from feedback. Every
 lightrag-server argument listed after this text works as there; these are added
-(a flag wins over its environment variable):
+(a flag wins over its variable):
 
   --triage-store PATH_OR_URL
         where events, metrics and learned scores go: a SQLite file or a
@@ -383,6 +561,11 @@ lightrag-server argument listed after this text works as there; these are added
   --gunicorn
         serve with lightrag-gunicorn (each worker instruments its own instance)
 
+Each variable is read like lightrag-server's own settings: from the environment,
+else from the .env file of the current directory (the environment wins), else
+the default. The settings in force here, and where each comes from, are listed
+below ("Settings here"), and again in the server's start-up log.
+
 Added routes: POST /triage/feedback {"query_id": ..., "score": 0..1} rates an
 answer; GET /triage/summary gives recent metrics. Every /query* response carries
 an X-Triage-Query-Id header naming the query to rate.
@@ -398,14 +581,19 @@ Examples:
 def main(argv: Sequence[str] | None = None) -> None:
     """``triage-lightrag-server [lightrag-server arguments] [--triage-* flags] [--gunicorn]``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if "-h" in args or "--help" in args:
-        print(TRIAGE_HELP)  # then lightrag-server's own help, from its parser
+    wants_help = "-h" in args or "--help" in args
+    if wants_help:
+        print(TRIAGE_HELP)
     try:
         given, rest = split_argv(args)
         options = ServerOptions.from_env(**given)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    if wants_help:  # then lightrag-server's own help, from its parser
+        print("Settings here (environment, else ./.env, else default; a flag wins):\n")
+        print("\n".join(f"  {line}" for line in options.describe()) + "\n")
+    _log_to_stderr()
     sys.argv = [sys.argv[0] if sys.argv else "triage-lightrag-server", *rest]  # lightrag.api reads it
     server = _server_module()
     # The launcher's own process: LightRAG's main() and gunicorn's loader look these names up here.
@@ -423,6 +611,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     except TriageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _log_to_stderr() -> None:
+    """Show this module's INFO messages (the start-up settings) next to LightRAG's own, which it
+    prints as ``LEVEL: message`` on stderr; unless logging is configured already."""
+    if log.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def _global_args() -> Any:

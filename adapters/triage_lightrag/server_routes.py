@@ -4,8 +4,11 @@
   200 ``{"status": "recorded"}`` once the feedback is delivered to the plugins (and so in the
   store); 202 ``{"status": "held"}`` while the rated answer is still streaming (applied at its
   end); 404 for an id neither this worker answered recently (its last 2048 queries) nor the store
-  holds a retrieval for; 422 for a score outside [0, 1]; 503 while the server is not serving or
-  the store cannot be read.
+  holds a retrieval for; 422 for a score outside [0, 1] or not a finite number (JSON ``NaN`` /
+  ``Infinity``: nothing is stored); 503 while the server is not serving or the store cannot be read.
+  Feedback on a query that produced no answer built on its retrieval (a ``/query/data`` query,
+  ``mode="bypass"``) is stored, but the feedback learner credits what an answer used, so it changes
+  no learned score: the 200 body then says ``"learned": false`` with a ``"detail"``.
   An id another worker (or an earlier server) answered is accepted when the shared store holds its
   retrieval event: the feedback goes through this worker's manager, and its learner reloads that
   retrieval from the store. The answering worker records asynchronously, so for an id in the
@@ -24,17 +27,22 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import Response
 
 from triage_plugins.contract.errors import StoreError, TriageError
 
 if TYPE_CHECKING:
     from triage_lightrag.server import TriageServerState
 
-__all__ = ["FeedbackRequest", "summary", "triage_router"]
+__all__ = ["FeedbackRequest", "FiniteJSONRoute", "summary", "triage_router"]
 
 SUMMARY_ROWS = 5000  # most recent query-metric rows the summary reads
 FLUSH_SECONDS = 10.0
@@ -47,10 +55,63 @@ POLL_SECONDS = 0.05
 _QUERY_ID = re.compile(r"^(?P<framework>[A-Za-z0-9_.]+)-(?P<process>[0-9a-f]{10})-(?P<n>[0-9]+)$")
 
 
+#: What the 200 body's ``"detail"`` says when the rated query has no answer to learn from.
+NO_ANSWER = (
+    "recorded, but no score changed: this query produced no answer built on its retrieval (a "
+    "/query/data query, or mode=bypass), and the feedback learner credits what an answer used"
+)
+FINITE_SCORE = "score must be a finite number between 0 and 1 (JSON NaN and Infinity are not scores)"
+
+
 class FeedbackRequest(BaseModel):
     query_id: str = Field(min_length=1, max_length=200)
-    score: float = Field(ge=0.0, le=1.0)
+    score: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     source: Literal["human", "llm", "gold"] = "human"
+
+
+class FiniteJSONRoute(APIRoute):
+    """A route whose 422 can always be rendered: Python's JSON parser accepts ``NaN`` and
+    ``Infinity``, and a validation error echoes its input, which ``lightrag-server``'s own 422
+    handler (like Starlette's ``JSONResponse``) cannot serialize, so the client got a 500. Here
+    non-finite numbers in the errors become the strings ``"NaN"`` / ``"Infinity"`` / ``"-Infinity"``
+    and a non-finite score is named as such."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                errors = [_finite_error(e) for e in exc.errors()]
+                raise RequestValidationError(
+                    errors, body=_finite(exc.body), endpoint_ctx=exc.endpoint_ctx
+                ) from None
+
+        return route
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by its JSON-ish name (a string)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_finite(v) for v in value)
+    return value
+
+
+def _finite_error(error: Any) -> Any:
+    if not isinstance(error, dict):
+        return error
+    error = _finite(error)
+    if error.get("type") == "finite_number" or (
+        tuple(error.get("loc") or ())[-1:] == ("score",)
+        and error.get("input") in ("NaN", "Infinity", "-Infinity")
+    ):
+        error["msg"] = FINITE_SCORE
+    return error
 
 
 def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
@@ -58,7 +119,10 @@ def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
     from lightrag.api.utils_api import get_combined_auth_dependency
 
     router = APIRouter(
-        prefix="/triage", tags=["triage"], dependencies=[Depends(get_combined_auth_dependency(api_key))]
+        prefix="/triage",
+        tags=["triage"],
+        dependencies=[Depends(get_combined_auth_dependency(api_key))],
+        route_class=FiniteJSONRoute,
     )
 
     def serving() -> Any:
@@ -87,7 +151,7 @@ def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
                 },
             )
         delivered = await asyncio.to_thread(inst.flush, FLUSH_SECONDS)
-        return _recorded(body, delivered, "this worker")
+        return _recorded(body, delivered, "this worker", inst.answered(body.query_id))
 
     @router.get("/summary")
     async def get_summary() -> Any:
@@ -97,13 +161,18 @@ def triage_router(state: TriageServerState, api_key: str | None) -> APIRouter:
     return router
 
 
-def _recorded(body: FeedbackRequest, delivered: bool, query_from: str) -> dict[str, Any]:
-    return {
+def _recorded(
+    body: FeedbackRequest, delivered: bool, query_from: str, answered: bool | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "query_id": body.query_id,
         "score": body.score,
         "status": "recorded" if delivered else "queued",
         "query_from": query_from,
     }
+    if answered is False:
+        out.update(learned=False, detail=NO_ANSWER)
+    return out
 
 
 def feedback_from_store(inst: Any, body: FeedbackRequest) -> dict[str, Any]:
@@ -130,7 +199,13 @@ def feedback_from_store(inst: Any, body: FeedbackRequest) -> dict[str, Any]:
         )
     event = FeedbackEvent(inst.framework, body.query_id, body.score, body.source)
     delivered = inst.manager.emit_feedback(event, wait=True, timeout=FLUSH_SECONDS)
-    return _recorded(body, delivered, "store")
+    try:
+        answer = store.last_event("generation", framework=inst.framework, query_id=body.query_id)
+    except StoreError:
+        answered = None  # the feedback is recorded; whether it can be learned from is unknown
+    else:
+        answered = answer is not None and getattr(answer, "context", "retrieved") == "retrieved"
+    return _recorded(body, delivered, "store", answered)
 
 
 def wait_for_retrieval(store: Any, framework: str, query_id: str) -> bool:

@@ -175,6 +175,7 @@ def test_feedback_for_a_query_another_worker_answered(served, tmp_path, monkeypa
     client, app, store_path = served
     r = client.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
     qid = r.headers["x-triage-query-id"]
+    data_qid = client.post("/query/data", json={"query": "Who directed Barbie?"}).headers["x-triage-query-id"]
     app.state.triage.inst.flush(10)  # the answering worker has delivered its events
     peer_app = create_app(lightrag_args(tmp_path, "peer"), ServerOptions(store=str(store_path), funcs=FUNCS))
     with TestClient(peer_app) as peer:
@@ -187,6 +188,11 @@ def test_feedback_for_a_query_another_worker_answered(served, tmp_path, monkeypa
         # it learned from the retrieval the answering worker stored
         assert learner.last_update is not None and learner.last_update.deltas
         assert learner.unattributed["unknown query id"] == 0
+        assert "learned" not in r.json()
+        # a /query/data query another worker answered: recorded, and said to teach nothing
+        r = peer.post("/triage/feedback", json={"query_id": data_qid, "score": 1.0})
+        assert r.status_code == 200 and r.json()["query_from"] == "store", r.text
+        assert r.json()["learned"] is False and "no answer" in r.json()["detail"]
         from triage_lightrag import server_routes
 
         monkeypatch.setattr(server_routes, "PEER_WAIT_SECONDS", 0.3)
@@ -204,6 +210,67 @@ def test_feedback_for_a_query_another_worker_answered(served, tmp_path, monkeypa
         ]
 
 
+def test_feedback_on_a_query_data_query_says_it_teaches_nothing(served):
+    """``/query/data`` retrieves and answers nothing; the learner credits what an answer used, so
+    the feedback is stored but changes no score, and the 200 body says so (an answered query's
+    body does not carry ``learned``)."""
+    client, app, store_path = served
+    qid = client.post("/query/data", json={"query": "Who directed Inception?", "mode": "hybrid"}).headers[
+        "x-triage-query-id"
+    ]
+    learner = app.state.triage.inst.manager.get_plugin("triage.feedback")
+    r = client.post("/triage/feedback", json={"query_id": qid, "score": 1.0})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["status"], body["learned"]) == ("recorded", False)
+    assert "no answer" in body["detail"] and "/query/data" in body["detail"]
+    assert learner.last_update is not None and learner.last_update.deltas == {}  # truly nothing learned
+    assert app.state.triage.inst.answered(qid) is False
+    with open_store(store_path, readonly=True) as store:
+        assert [e.score for e in store.events("feedback") if e.query_id == qid] == [1.0]  # still stored
+    answered = client.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
+    r = client.post(
+        "/triage/feedback", json={"query_id": answered.headers["x-triage-query-id"], "score": 1.0}
+    )
+    assert r.status_code == 200 and "learned" not in r.json()
+    assert learner.last_update.deltas  # the answered query's feedback did move scores
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_score_is_a_422_and_nothing_is_stored(served, literal):
+    """Python's JSON parser accepts NaN / Infinity; the 422 naming them must still render (it was a 500)."""
+    client, app, store_path = served
+    qid = client.post("/query", json={"query": "Who directed Barbie?", "mode": "local"}).headers[
+        "x-triage-query-id"
+    ]
+    for body in (
+        f'{{"query_id": "{qid}", "score": {literal}}}',
+        f'{{"score": {literal}, "extra": [{literal}]}}',
+    ):
+        r = client.post("/triage/feedback", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422, r.text
+        [error] = [e for e in r.json()["detail"] if e["loc"] == ["body", "score"]]
+        assert error["msg"].startswith("score must be a finite number between 0 and 1")
+        assert error["input"] == literal
+    app.state.triage.inst.flush(10)
+    with open_store(store_path, readonly=True) as store:
+        assert [e for e in store.events("feedback") if e.query_id == qid] == []
+
+
+def test_the_query_id_header_is_exposed_to_cors_clients(served):
+    """LightRAG's CORS middleware exposes only X-New-Token; a browser front-end must read the id too."""
+    client, _, _ = served
+    r = client.post(
+        "/query",
+        json={"query": "Who directed Barbie?", "mode": "local"},
+        headers={"Origin": "http://ui.example"},
+    )
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"
+    exposed = [h.strip().lower() for h in r.headers["access-control-expose-headers"].split(",")]
+    assert "x-triage-query-id" in exposed and "x-new-token" in exposed
+    assert r.headers["x-triage-query-id"].startswith("lightrag-")
+
+
 def test_options_from_flags_and_env():
     given, rest = split_argv(
         ["--port", "9", "--triage-unit", "chunk", "--triage-reweight", "--triage-store=x.db"]
@@ -216,6 +283,123 @@ def test_options_from_flags_and_env():
         ServerOptions.from_env({"TRIAGE_UNIT": "edges"})
     with pytest.raises(ConfigError, match="TRIAGE_REWEIGHT"):
         ServerOptions.from_env({"TRIAGE_REWEIGHT": "maybe"})
+
+
+def test_options_from_a_dotenv_file_with_lightrags_precedence(tmp_path, monkeypatch):
+    """The environment wins over .env (LightRAG's load_dotenv(override=False)), .env over defaults,
+    a flag over both; each option says where its value came from."""
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "# the deployment's settings\nLLM_BINDING=openai\nTRIAGE_REWEIGHT=1\nTRIAGE_GATE=off\n"
+        "TRIAGE_UNIT=chunk\nTRIAGE_STORE_URL=${TRIAGE_HOME}/t.sqlite\nTRIAGE_REWIEGHT=1\n"
+        f"TRIAGE_LIGHTRAG_FUNCS={FUNCS}\n",
+        encoding="utf-8",
+    )
+    env = {"TRIAGE_UNIT": "triple", "TRIAGE_STORE": "ignored.sqlite"}
+    monkeypatch.setenv("TRIAGE_HOME", "/srv/rag")  # interpolated as python-dotenv does for LightRAG
+    options = ServerOptions.from_env(env, env_file=env_file, gate="warn")
+    assert (options.reweight, options.unit, options.gate) == (True, "triple", "warn")
+    assert options.store == "/srv/rag/t.sqlite"
+    assert options.origins == {
+        "store": f"TRIAGE_STORE_URL from {env_file}",
+        "reweight": f"TRIAGE_REWEIGHT from {env_file}",
+        "unit": "TRIAGE_UNIT from the environment",
+        "gate": "--triage-gate",
+        "funcs": f"TRIAGE_LIGHTRAG_FUNCS from {env_file}",
+    }
+    assert options.funcs == FUNCS
+    lines = options.describe()
+    assert f"reweight = on  (TRIAGE_REWEIGHT from {env_file})" in lines
+    assert f"TRIAGE_GATE = off  (TRIAGE_GATE from {env_file}; not used: --triage-gate wins)" in lines
+    assert any(line.startswith("TRIAGE_REWIEGHT = 1") and "misspelt" in line for line in lines)
+    assert any(line.startswith("TRIAGE_STORE = ignored.sqlite") and "not used" in line for line in lines)
+    # the process environment and the current directory's .env, as lightrag-server reads them
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRIAGE_GATE", "reroute")
+    monkeypatch.delenv("TRIAGE_REWEIGHT", raising=False)
+    options = ServerOptions.from_env()
+    assert (options.reweight, options.gate) == (True, "reroute")
+    with pytest.raises(ConfigError, match=r"TRIAGE_UNIT.*from .*\.env"):
+        env_file.write_text("TRIAGE_UNIT=edges\n", encoding="utf-8")
+        ServerOptions.from_env({}, env_file=env_file)
+
+
+def _offline_env(**extra: str) -> dict[str, str]:
+    """This process's environment without TRIAGE_* variables (they would win over a .env)."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("TRIAGE_")}, **extra}
+
+
+def test_triage_settings_in_dotenv_reach_the_real_server(tmp_path, local_servers):
+    """triage-lightrag-server started where a .env holds TRIAGE_* lines (and LightRAG's own): it
+    serves with them, the environment winning where both set a variable, and its start-up log says
+    where each value came from."""
+    import httpx
+
+    store = tmp_path / "from-dotenv.sqlite"
+    (tmp_path / ".env").write_text(
+        "LLM_BINDING=openai\nEMBEDDING_BINDING=openai\n"
+        f"WORKING_DIR={tmp_path / 'rag'}\nINPUT_DIR={tmp_path / 'in'}\n"
+        f"TRIAGE_STORE_URL={store}\n"
+        "TRIAGE_REWEIGHT=1\nTRIAGE_GATE=off\nTRIAGE_UNIT=chunk\n",
+        encoding="utf-8",
+    )
+    port = local_servers.free_port()
+    cmd = [sys.executable, "-m", "triage_lightrag.server", "--host", "127.0.0.1", "--port", str(port)]
+    log_path = tmp_path / "server.log"
+    log = open(log_path, "w")  # noqa: SIM115
+    # the offline functions come from the environment, so that a server that ignored .env could
+    # still never reach a provider module
+    env = _offline_env(TRIAGE_UNIT="triple", TRIAGE_LIGHTRAG_FUNCS=FUNCS)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        local_servers.wait_http(proc, f"{base}/health", log_path, 60, "triage-lightrag-server")
+        with httpx.Client(base_url=base, timeout=20) as c:
+            summary = c.get("/triage/summary").json()
+            assert (summary["reweight"], summary["gate"], summary["unit"]) == (True, "off", "triple")
+            assert summary["store"] is not None and summary["store"].endswith("from-dotenv.sqlite")
+            upload(c, DOCS[0], "a.txt")
+            r = c.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
+            assert "Christopher Nolan" in r.json()["response"]
+            qid = r.headers["x-triage-query-id"]
+            assert c.post("/triage/feedback", json={"query_id": qid, "score": 1.0}).status_code == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert store.exists() and not (tmp_path / "rag" / "triage.sqlite").exists()
+    with open_store(store, readonly=True) as opened:
+        assert [e.query_id for e in opened.events("feedback")] == [qid]
+    text = log_path.read_text()
+    env_file = tmp_path / ".env"
+    assert f"triage: reweight = on  (TRIAGE_REWEIGHT from {env_file})" in text, text[-3000:]
+    assert f"triage: gate = off  (TRIAGE_GATE from {env_file})" in text
+    assert f"triage: store = {store}  (TRIAGE_STORE_URL from {env_file})" in text
+    assert "triage: unit = triple  (TRIAGE_UNIT from the environment)" in text
+
+
+def test_help_lists_the_settings_and_where_they_come_from(tmp_path):
+    (tmp_path / ".env").write_text("TRIAGE_REWEIGHT=1\nTRIAGE_GATE=reroute\n", encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-m", "triage_lightrag.server", "--help", "--triage-unit", "chunk"],
+        cwd=tmp_path,
+        env=_offline_env(TRIAGE_GATE="off"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    settings = out.stdout.split("Settings here", 1)[1].split("usage:", 1)[0]
+    env_file = tmp_path / ".env"
+    assert f"reweight = on  (TRIAGE_REWEIGHT from {env_file})" in settings
+    assert "gate = off  (TRIAGE_GATE from the environment)" in settings
+    assert "unit = chunk  (--triage-unit)" in settings
+    assert "funcs = none  (default)" in settings
+    assert "--working-dir" in out.stdout  # lightrag-server's own help follows
 
 
 def test_a_real_uvicorn_process(tmp_path, local_servers):
