@@ -67,12 +67,16 @@ def test_demo_refuses_a_store_path_that_is_not_a_triage_store(tmp_path: Path, ki
     assert after == before
 
 
-def test_demo_with_a_postgres_url_and_fresh_refuses_and_creates_no_folder(tmp_path, monkeypatch) -> None:
+def test_demo_with_a_postgres_url_appends_and_refuses_fresh_and_creates_no_folder(
+    tmp_path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(
-        app, ["demo", "--quiet", "--feedback-rounds", "0", "--store", "postgresql://u@127.0.0.1:1/db"]
-    )
-    assert "--no-fresh" in _one_line_error(result)
+    url = "postgresql://u@127.0.0.1:1/db"
+    # the default adds the run to the database (nothing reset): here, no server to connect to
+    result = runner.invoke(app, ["demo", "--quiet", "--feedback-rounds", "0", "--store", url])
+    assert "cannot connect" in _one_line_error(result)
+    result = runner.invoke(app, ["demo", "--quiet", "--feedback-rounds", "0", "--store", url, "--fresh"])
+    assert "--fresh resets only a store file" in _one_line_error(result)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -92,11 +96,12 @@ def test_reset_deletes_only_a_triage_store_and_counts_its_runs(tmp_path: Path) -
     assert foreign.exists()
 
 
-def test_demo_fresh_resets_a_triage_store_and_says_so(tmp_path: Path) -> None:
+def test_demo_force_resets_a_triage_store_and_says_so(tmp_path: Path) -> None:
     store = _store_with_runs(tmp_path / "demo.sqlite", 4)
-    result = runner.invoke(app, ["demo", "--quiet", "--feedback-rounds", "0", "--store", str(store)])
+    args = ["demo", "--quiet", "--feedback-rounds", "0", "--store", str(store), "--force"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert f"reset the triage store {store} (4 runs)" in result.output
+    assert f"--force: reset the triage store {store} (4 runs: 4 serve; 4 events" in result.output
     with open_store(store, readonly=True) as s:
         assert all(r.kind.startswith("demo") for r in s.runs())  # the four "serve" runs are gone
         assert "t" not in s.get_scores("triple")

@@ -133,19 +133,60 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _check_paths(inputs: dict[str, Path | str | None] = {}, outputs: dict[str, Path | None] = {}) -> None:  # noqa: B006 - read only
-    """Fail now, before any long work, when an input file is missing or an output cannot be written."""
-    from triage_plugins.apps.paths import check_input_file, check_output_file, is_store_url
+def _check_paths(
+    inputs: dict[str, Path | str | None] = {},  # noqa: B006 - read only
+    outputs: dict[str, tuple[Path | None, str]] = {},  # noqa: B006 - read only
+    *,
+    stores: dict[str, str | None] = {},  # noqa: B006 - read only
+    new_store: str | None = None,
+    force: bool = False,
+) -> None:
+    """Fail now, before any long work, when an input file is missing or an output cannot be written,
+    is one of the inputs (``stores`` too) or another output, or would replace a file the command did
+    not write (without ``--force``): :func:`triage_plugins.apps.paths.check_outputs`.
+
+    :param outputs: ``{what: (path, kind)}``; kind ``"html"``, ``"new"`` (only ``--force`` replaces an
+        existing file) or a command whose JSON output it is (``"demo"``, ``"compare"`` ...).
+    :param new_store: a ``--store`` the command writes: when it is a file that does not exist yet,
+        its folder must exist and be writable (an existing one is the store's to accept or refuse).
+    """
+    from triage_plugins.apps.paths import (
+        HTML_REPORT,
+        NEW_FILE_ONLY,
+        check_input_file,
+        check_output_file,
+        check_outputs,
+        is_store_url,
+        json_output,
+    )
+
+    def kind_of(name: str):  # noqa: ANN202
+        return HTML_REPORT if name == "html" else NEW_FILE_ONLY if name == "new" else json_output(name)
 
     try:
         for what, path in inputs.items():
             if path is not None and not (isinstance(path, str) and is_store_url(path)):
                 check_input_file(path, what)
-        for what, path in outputs.items():
-            if path is not None:
-                check_output_file(path, what)
+        if (created := _store_file(new_store)) is not None:
+            check_output_file(created, "--store file")
+        check_outputs(
+            {what: (path, kind_of(kind)) for what, (path, kind) in outputs.items()},
+            {
+                what: path
+                for what, path in inputs.items()
+                if not (isinstance(path, str) and is_store_url(path))
+            },
+            stores=stores,
+            force=force,
+        )
     except TriageError as exc:
         _fail(str(exc))
+
+
+_FORCE_HELP = (
+    "Replace an existing output file that is not a previous output of this command (how one is "
+    "recognised: docs/cli.md); an input of the command is never replaced."
+)
 
 
 def _kb_inputs(kb: list[str]) -> dict[str, str]:
@@ -279,8 +320,8 @@ def demo_cmd(
         str,
         typer.Option(
             metavar="STORE",
-            help="Where the trace and the learned scores go: a SQLite file or a postgresql:// URL (a URL "
-            "needs --no-fresh). A file that is not a triage store is refused, never overwritten.",
+            help="Where the trace and the learned scores go: a SQLite file or a postgresql:// URL. A "
+            "file that is not a triage store is refused, never overwritten.",
         ),
     ] = "triage-demo.sqlite",
     feedback_rounds: Annotated[
@@ -292,12 +333,25 @@ def demo_cmd(
         typer.Option("--json", metavar="OUT", help="Also write everything measured to this JSON file."),
     ] = None,
     fresh: Annotated[
+        bool | None,
+        typer.Option(
+            "--fresh/--no-fresh",
+            help="--fresh (the default for a file) empties an existing store file first, so it holds "
+            "this run only: only a store that is empty or holds nothing but demo runs, unless --force; "
+            "never a store of another schema version. --no-fresh (the default for a postgresql:// "
+            "URL) adds the run to what is there.",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
         bool,
         typer.Option(
-            help="Empty an existing triage store file first (its runs and learned scores), so the "
-            "store holds this run only; --no-fresh adds the run to what is there.",
+            "--force",
+            help="Let --fresh reset a store that holds more than demo runs (a deployment's, say: its "
+            "runs, events and learned scores are deleted), and replace a --json file that is not a "
+            "previous demo JSON.",
         ),
-    ] = True,
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     seeds: Annotated[
         int,
@@ -319,8 +373,9 @@ def demo_cmd(
     learns triple scores from gold feedback (EvoRAG) and reports accuracy on held-out questions
     before and after. Takes a few seconds; reads no file and needs no network.
 
-    Writes the store (default triage-demo.sqlite in the current folder) and, with --json, a JSON
-    file. Look at the store with triage report or triage store info.
+    Writes the store (default triage-demo.sqlite in the current folder, reset first if it holds
+    only demo runs) and, with --json, a JSON file. Look at the store with triage report or triage
+    store info.
 
     Examples:
 
@@ -329,19 +384,23 @@ def demo_cmd(
       triage report triage-demo.sqlite --html report.html
     """
     from triage_plugins.apps.demo import run_demo, run_demo_seeds
-    from triage_plugins.apps.store_tools import is_url, reset_sqlite_store
+    from triage_plugins.apps.paths import store_file
+    from triage_plugins.apps.store_tools import reset_demo_store
     from triage_plugins.report.demo_view import render_demo, render_demo_seeds
 
     if feedback_rounds < 0:
         _fail(f"--feedback-rounds is a number of rounds (0 or more), got {feedback_rounds}")
-    _check_paths(outputs={"--json file": json_out, "--store file": _store_file(store)})
+    _check_paths(
+        outputs={"--json file": (json_out, "demo")}, stores={"--store": store}, new_store=store, force=force
+    )
+    path = store_file(store)
+    if fresh and path is None:
+        _fail(f"--fresh resets only a store file, not {store}; leave it out to add this run to it")
     try:
-        if fresh and is_url(store):
-            _fail(f"--fresh resets only a store file, not {store}; pass --no-fresh to add this run to it")
-        if fresh and (n_runs := reset_sqlite_store(Path(store))) is not None:
-            err.print(
-                Text(f"--fresh: reset the triage store {store} ({n_runs} runs)", style="dim"), soft_wrap=True
-            )
+        if fresh is not False and path is not None and (held := reset_demo_store(path, force=force)):
+            how = "--fresh" if held.only("demo") else "--force"
+            notice = f"{how}: reset the triage store {store} ({held.describe()})"
+            err.print(Text(notice, style="dim"), soft_wrap=True)
         with _progress_bars(not quiet) as progress:
             if seeds == 1:
                 result = run_demo(seed=seed, store=store, feedback_rounds=feedback_rounds, progress=progress)
@@ -396,6 +455,7 @@ def probe_cmd(
         Path | None,
         typer.Option("--json", metavar="OUT", help="Also write every observation to this JSON file."),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Test on your KB whether the retrieval metrics predict answer failure (TRIAGE paper, §5.1).
@@ -422,7 +482,9 @@ def probe_cmd(
 
     if reader != "extractive":
         _fail(f"unknown reader {reader!r}: only 'extractive' (answers from the retrieved context) ships")
-    _check_paths({**_kb_inputs(kb), "question file": questions}, {"--json file": json_out})
+    _check_paths(
+        {**_kb_inputs(kb), "question file": questions}, {"--json file": (json_out, "probe")}, force=force
+    )
     _refuse_questions_as_kb(kb)
     try:
         triples = load_kb(kb if len(kb) > 1 else kb[0])
@@ -524,6 +586,7 @@ def evolve_bench_cmd(
         Path | None,
         typer.Option("--json", metavar="OUT", help="Also write every iteration to this JSON file."),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Replay the EvoRAG feedback-learning experiment offline on a KGQA dataset.
@@ -553,7 +616,8 @@ def evolve_bench_cmd(
         _fail("--chunking takes 'source' or 'subject'; --split takes 'all', 'dev' or 'test'")
     _check_paths(
         {**_kb_inputs(kb), "question file": questions, "annotations file": annotations},
-        {"--json file": json_out},
+        {"--json file": (json_out, "evolve-bench")},
+        force=force,
     )
     _refuse_questions_as_kb(kb)
     try:
@@ -792,6 +856,7 @@ def score_cmd(
             "and the first line numbers); by default the first bad line stops the command.",
         ),
     ] = False,
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
 ) -> None:
     """Compute every metric a file of events allows: per stage, per query, and each query's signature.
 
@@ -815,7 +880,8 @@ def score_cmd(
 
     _check_paths(
         {"events file": events, "ontology file": ontology, "reference KG file": reference},
-        {"--json file": json_out},
+        {"--json file": (json_out, "score")},
+        force=force,
     )
     with open(events, "rb") as fh:
         if fh.read(16) == b"SQLite format 3\x00":
@@ -866,7 +932,9 @@ def export_cmd(
             "rerank or gate.",
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUT if it exists (never the store it reads).")
+    ] = False,
 ) -> None:
     """Write a store's events as JSON lines, the input of triage score and of other tools.
 
@@ -880,12 +948,9 @@ def export_cmd(
       triage export triage.sqlite --jsonl retrievals.jsonl --kind retrieval
     """
     from triage_plugins.apps.export import export_events
-    from triage_plugins.apps.paths import check_input_file, check_output_file, is_store_url
 
+    _check_paths({"store": store}, {"output file": (jsonl, "new")}, stores={"STORE": store}, force=force)
     try:
-        if not is_store_url(store):
-            check_input_file(store, "store")
-        check_output_file(jsonl, "output file", force=force)
         result = export_events(store, jsonl, run_id=run, kind=kind)
     except TriageError as exc:
         _fail(str(exc))
@@ -901,6 +966,7 @@ def schema_cmd(
         Path | None,
         typer.Option("--out", metavar="OUT", help="Write the schema to this file instead of printing it."),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
 ) -> None:
     """Print the JSON Schema (draft 2020-12) of an event line, generated from the event classes.
 
@@ -915,7 +981,7 @@ def schema_cmd(
     """
     from triage_plugins.apps.schema import event_schema
 
-    _check_paths(outputs={"schema file": out})
+    _check_paths(outputs={"schema file": (out, "schema")}, force=force)
     text = json.dumps(event_schema(), indent=2, ensure_ascii=False) + "\n"
     if out is None:
         print(text, end="")
@@ -1078,6 +1144,7 @@ def calibrate_cmd(
         Path | None,
         typer.Option("--json", metavar="OUT", help="Also write the result to this JSON file."),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
 ) -> None:
     """Find the metric threshold that best predicts failure, with bootstrap confidence intervals.
 
@@ -1093,7 +1160,7 @@ def calibrate_cmd(
     """
     from triage_plugins.apps.score import calibrate_rows, render_calibration, report_json
 
-    _check_paths(outputs={"--json file": json_out})
+    _check_paths(outputs={"--json file": (json_out, "calibrate")}, stores={"SOURCE": source}, force=force)
     try:
         if source.endswith((".sqlite", ".db", ".sqlite3")) or source.startswith(("sqlite:", "postgres")):
             rows = _rows_from_store(source)
@@ -1191,6 +1258,7 @@ def compare_cmd(
         Path | None,
         typer.Option("--html", metavar="OUT", help="Write a self-contained HTML report to this file."),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Run one corpus through several graph-RAG frameworks and compare them, one row per mode.
@@ -1215,7 +1283,10 @@ def compare_cmd(
 
     _check_paths(
         {"question file": questions, "ontology file": ontology},
-        {"--json file": json_out, "--html file": html_out, "--store file": _store_file(store)},
+        {"--json file": (json_out, "compare"), "--html file": (html_out, "html")},
+        stores={"--store": store},
+        new_store=store,
+        force=force,
     )
     if corpus not in _built_in_corpora() and not Path(corpus).is_dir():
         _fail(
@@ -1327,6 +1398,7 @@ def report_cmd(
             "or failing_rate (the share of failing queries).",
         ),
     ] = "mean",
+    force: Annotated[bool, typer.Option("--force", help=_FORCE_HELP)] = False,
 ) -> None:
     """Report on a store: metrics over time, KG-update triggers, worst queries, score movement.
 
@@ -1348,7 +1420,7 @@ def report_cmd(
     from triage_plugins.report import build_store_report, parse_since, render_store_report, store_html
     from triage_plugins.store import Store
 
-    _check_paths(outputs={"--html file": html_out})
+    _check_paths(outputs={"--html file": (html_out, "html")}, stores={"STORE": store}, force=force)
     if "://" not in store and not Path(store).exists():
         _fail(f"no store at {store}")
     try:

@@ -2,16 +2,19 @@
 
 Nothing here deletes or changes a file that is not a triage store: a path is first opened read-only,
 which refuses a foreign file untouched (:class:`~triage_plugins.contract.errors.StoreError`).
+``demo --fresh`` (:func:`reset_demo_store`) deletes only a store of this schema version that is empty or
+holds nothing but demo runs, unless forced; a store of another schema version never.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage_plugins.contract.errors import StoreError, TriageError
-from triage_plugins.store import RunRow, open_store
+from triage_plugins.store import SCHEMA_VERSION, TABLES, RunRow, open_store
 from triage_plugins.store.sqlite import APPLICATION_ID
 
 #: Units ``parse_age`` accepts, in seconds.
@@ -112,6 +115,118 @@ def reset_sqlite_store(path: Path) -> int | None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     return n_runs
+
+
+@dataclass(frozen=True, slots=True)
+class StoreContents:
+    """What a store holds, as :func:`reset_demo_store` reports it: runs per kind and rows per table."""
+
+    runs: dict[str, int]
+    counts: dict[str, int]
+
+    def only(self, prefix: str) -> bool:
+        """Whether the store holds nothing but runs whose kind starts with ``prefix`` (and what they
+        recorded): every run is one, and a store with no run holds no row at all."""
+        if self.runs:
+            return all(kind.startswith(prefix) for kind in self.runs)
+        return not any(self.counts.values())
+
+    def describe(self) -> str:
+        """``"4 runs: 3 serve, 1 demo-static; 1014 events; 12 learned scores"``."""
+
+        def count(n: int, what: str) -> str:
+            return f"{n} {what}{'s' * (n != 1)}"
+
+        n_runs = sum(self.runs.values())
+        ranked = sorted(self.runs.items(), key=lambda kv: (-kv[1], kv[0]))
+        parts = [
+            count(n_runs, "run") + (": " + ", ".join(f"{n} {kind}" for kind, n in ranked) if ranked else "")
+        ]
+        parts.append(count(self.counts.get("events", 0), "event"))
+        if self.counts.get("scores"):
+            parts.append(count(self.counts["scores"], "learned score"))
+        return "; ".join(parts)
+
+
+def reset_demo_store(path: Path, *, force: bool = False, prefix: str = "demo") -> StoreContents | None:
+    """Delete a triage store file (and its WAL files) for a fresh demo run, when it holds only demo runs.
+
+    The store is reset when it is empty or every run in it is a demo's (kind starting with ``prefix``),
+    and it has this triage-plugins' schema version; with ``force``, whatever runs it holds. A store
+    of another schema version is never reset, ``force`` or not (an older one may be a deployment's
+    not migrated yet; a newer one, a newer triage's).
+
+    :return: what the deleted store held (nothing, for an empty file, which is left in place for
+        SQLite to fill), or ``None`` when there was nothing at ``path``.
+    :raises StoreError: ``path`` is not a triage store, has another schema version, or holds more
+        than demo runs without ``force``: it is left as it is.
+    """
+    if not path.exists():
+        return None
+    if path.is_dir() or not path.is_file():
+        raise StoreError(f"{str(path)!r} is not a file, so not a triage store; it is left untouched")
+    if path.stat().st_size == 0:
+        return StoreContents({}, {})
+    if not is_triage_sqlite_file(path):
+        raise StoreError(
+            f"{str(path)!r} is not a triage store; it is left untouched: pass a triage store or a path "
+            "that does not exist yet"
+        )
+    version = _header_schema_version(path)
+    if version != SCHEMA_VERSION:
+        raise StoreError(_other_schema(path, version))
+    contents = _read_contents(path)
+    if not force and not contents.only(prefix):
+        raise StoreError(
+            f"{str(path)!r} holds more than demo runs ({contents.describe()}): --fresh would delete "
+            "all of it; pass --force to reset it anyway, --no-fresh to add this run to it, or another --store"
+        )
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return contents
+
+
+def _read_contents(path: Path) -> StoreContents:
+    """Runs per kind and rows per table of a store file of this schema version, read without writing
+    anything beside it: with no write-ahead log holding changes, the file is read as immutable (a
+    plain read-only reader would leave ``-wal`` and ``-shm`` files behind)."""
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:  # a store in use, or not closed: its log counts
+        with open_store(path, readonly=True) as store:
+            if store.schema_version != SCHEMA_VERSION:  # migrated in the log, not yet checkpointed
+                raise StoreError(_other_schema(path, store.schema_version))
+            runs: dict[str, int] = {}
+            for run in store.runs():
+                runs[run.kind] = runs.get(run.kind, 0) + 1
+            return StoreContents(runs, store.counts())
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            runs = {kind: int(n) for kind, n in db.execute("SELECT kind, COUNT(*) FROM runs GROUP BY kind")}
+            counts = {
+                table: int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for table in TABLES
+            }
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read store {str(path)!r}: {exc}") from None
+    return StoreContents(runs, counts)
+
+
+def _header_schema_version(path: Path) -> int:
+    """The schema version a SQLite file's header records (``PRAGMA user_version``, bytes 60-63)."""
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    return int.from_bytes(header[60:64], "big")
+
+
+def _other_schema(path: Path, version: int) -> str:
+    newer = version > SCHEMA_VERSION
+    return (
+        f"{str(path)!r} is a triage store of schema version {version}, not {SCHEMA_VERSION} (this "
+        f"triage-plugins'): it is never reset, even with --force; pass another --store"
+        + ("" if newer else ", or --no-fresh to migrate it and add this run to it")
+    )
 
 
 def is_triage_sqlite_file(path: Path) -> bool:

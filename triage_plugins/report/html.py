@@ -16,6 +16,7 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 
+from triage_plugins.apps.paths import HTML_MARKER
 from triage_plugins.metrics.result import MetricResult
 
 __all__ = [
@@ -212,7 +213,7 @@ def page(
     allow = f" script-src {script_hash(script)};" if script else ""
     return (
         "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
+        f'<html lang="en"><head><meta charset="utf-8">{HTML_MARKER}'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\';{allow} '
         "style-src 'unsafe-inline'; img-src data:\">"
