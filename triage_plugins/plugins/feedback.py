@@ -399,7 +399,7 @@ class FeedbackLearner:
     @hookimpl
     def triage_retrieval(self, event: RetrievalEvent) -> None:
         self._retrievals.put((event.framework, event.query_id), event)
-        if self._per_statement(self.unit):
+        if self.manager.config.reweight and self._per_statement(self.unit):  # for the next reranks
             self._statements.see(event.chunks if self.unit == "chunk" else event.subgraph.triples)
 
     @hookimpl
