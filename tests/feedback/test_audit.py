@@ -40,11 +40,11 @@ def _events(qid: str, answer: str, score: float) -> list:
 
 
 def test_move_reasons() -> None:
-    assert move_reason(0.0, -1.0, -10.0) == "led to a wrong answer"
-    assert move_reason(1.0, -1.0, -10.0) == "alternative to a right answer"
-    assert move_reason(1.0, 1.0, 5.0) == "led to a right answer"
-    assert move_reason(0.0, 1.0, 5.0) == "leads to the gold answer"
-    assert move_reason(1.0, None, -3.0) == move_reason(1.0, 0.0, -3.0) == "bystander"
+    assert move_reason(0.0, -1.0) == "led to a wrong answer"
+    assert move_reason(1.0, -1.0) == "alternative to a right answer"
+    assert move_reason(1.0, 1.0) == "led to a right answer"
+    assert move_reason(0.0, 1.0) == "leads to the gold answer"
+    assert move_reason(1.0, None) == move_reason(1.0, 0.0) == "bystander"
 
 
 def test_replay_names_each_step_and_why() -> None:

@@ -47,13 +47,12 @@ where EvoRAG is silent — its paths are reasoning paths, the frameworks retriev
   reader took the wrong answer from them ("Who starred in Interstellar?" answered from
   "Christopher Nolan directed Interstellar"), and a rejected answer no chain reaches is blamed on
   the triples naming it (those stating the asked relation, when any do); parallel statements are
-  still filtered, so a true twin is never blamed for its false one. A triple off every
-  credited chain *competes* only when it is an alternative answer — it touches a query entity and
-  states the asked relation (same entity, same relation, another object) — and is *unrelated*
-  otherwise (or leaves a credited chain's inner node by an asked relation: the conflicting second
-  hop of a two-hop question). Where the question is not relation-bound (a paraphrase: "couple" for ``spouse``), chains
-  are credited relation-blind and nothing competes: no triple is lowered without evidence that it
-  answers the same question.
+  still filtered, so a true twin is never blamed for its false one. A triple off every credited
+  chain *competes* only when it is an alternative answer — it leaves a query entity (or a credited
+  chain's inner node: the conflicting second hop of a two-hop question) by the asked relation to
+  another object — and is *unrelated* otherwise. Where the question is not relation-bound (a
+  paraphrase: "couple" for ``spouse``), chains are credited relation-blind and nothing competes:
+  no triple is lowered without evidence that it answers the same question.
 - chunks are credited by the statements they state (``statements``: the retrieved triples). The
   triples are credited as above; a chunk *supports* when one of its sentences states a supporting
   triple (names both its entities), *competes* when its sentences state only competing ones, and
@@ -334,19 +333,13 @@ def stating_roles(
     roles: Sequence[str],
     ends: Ends,
     relations: frozenset[str],
-    *,
-    misled: bool = False,
 ) -> list[str]:
     """The role of each chunk by the retrieved triples its sentences state (provenance by content: a
     sentence states a triple when it names both its entities and, when the triple was credited for
     stating the asked relation, a stem of it too — so a planted "Affleck directed Good Will Hunting"
     does not state the credited "Affleck wrote Good Will Hunting"): it *supports* when it states a
     supporting triple, *competes* when it states only competing ones, and is *unrelated* otherwise.
-
-    :param misled: unused by the rule itself (the triples' roles already carry it); kept so callers
-        pass what :func:`relation_roles` was given.
     """
-    del misled
     stated = [
         (ends(t), role, asks_about(relations, ends.statement(t)))
         for t, role in zip(triples, roles, strict=True)
@@ -509,9 +502,7 @@ class PathFacts:
                 credited = relation_roles(
                     self.statements, topics, answers, relations, self.max_hops, self.ends, misled=misled
                 )
-                found = stating_roles(
-                    sentences, self.statements, credited, self.ends, relations, misled=misled
-                )
+                found = stating_roles(sentences, self.statements, credited, self.ends, relations)
             else:
                 found = chunk_roles(sentences, topics, answers or targets, relations)
             if misled and SUPPORTS not in found:  # blamed on the chunks naming it and the question's entity

@@ -688,7 +688,7 @@ class Move:
     reason: str
 
 
-def move_reason(feedback: float, utility: float | None, delta: float) -> str:
+def move_reason(feedback: float, utility: float | None) -> str:
     """Why a step moved a unit (:data:`MOVE_REASONS`): by the unit's utility for that feedback, or
     ``"bystander"`` when the unit had none (it moved only through the softmax of other paths)."""
     if not utility:
@@ -725,7 +725,5 @@ def replay_moves(
                 continue
             for key, delta in update.deltas.items():
                 u = learner.last_utilities.get(key)
-                moves.append(
-                    Move(key, e.framework, e.query_id, e.score, u, delta, move_reason(e.score, u, delta))
-                )
+                moves.append(Move(key, e.framework, e.query_id, e.score, u, delta, move_reason(e.score, u)))
     return moves
