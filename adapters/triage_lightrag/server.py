@@ -50,10 +50,12 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import difflib
 import importlib
 import logging
 import os
 import sys
+import textwrap
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -256,7 +258,10 @@ class ServerOptions:
             if option is not None:
                 note = f"; not used: {self.origins.get(option, 'default')} wins"
             elif name not in KNOWN_VARIABLES:
-                note = "; not a variable triage-plugins reads (misspelt?)"
+                close = difflib.get_close_matches(name, KNOWN_VARIABLES, n=1, cutoff=0.85)
+                if not close:
+                    continue  # another tool's variable (TRIAGE_DATA_DIR, a test's): not ours to judge
+                note = f"; not a variable triage-plugins reads: {close[0]}?"
             else:
                 note = ""
             lines.append(f"{name} = {setting.value}  ({setting.where()}{note})")
@@ -592,7 +597,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2) from None
     if wants_help:  # then lightrag-server's own help, from its parser
         print("Settings here (environment, else ./.env, else default; a flag wins):\n")
-        print("\n".join(f"  {line}" for line in options.describe()) + "\n")
+        for line in options.describe():  # folded: a long path must not widen the help past 80 columns
+            print(
+                "\n".join(
+                    textwrap.wrap(
+                        line,
+                        78,
+                        initial_indent="  ",
+                        subsequent_indent="      ",
+                        break_long_words=False,
+                        break_on_hyphens=False,
+                    )
+                )
+            )
+        print()
     _log_to_stderr()
     sys.argv = [sys.argv[0] if sys.argv else "triage-lightrag-server", *rest]  # lightrag.api reads it
     server = _server_module()
