@@ -326,8 +326,8 @@ def _rounds_table(ok: list[CompareRow], console: Console) -> None:
     for r in with_rounds:
         if held and r.score_moves and len({s.held_out for s in r.rounds}) == 1:
             console.print(
-                f"{r.label}: feedback moved {len(r.score_moves)} learned score(s), but held-out "
-                "accuracy did not change in any round"
+                f"{r.label}: feedback moved learned scores, but held-out accuracy did not change in "
+                "any round"
             )
 
 
