@@ -37,31 +37,7 @@ __all__ = [
 ]
 
 _STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "by",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "with",
-        "from",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "has",
-        "have",
-        "had",
-        "its",
-    ]
+    "a an the of by in on at to for with from as is are was were be been has have had its".split()  # noqa: SIM905
 )
 #: Question, auxiliary and pronoun words, and nouns that name an answer's type, not a relation.
 _NOT_RELATION = frozenset(
