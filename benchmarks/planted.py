@@ -560,6 +560,7 @@ class _Driver:
         self.events = _Events()
         self.manager.register(self.events)
         self.notes: list[str] = []
+        self.inst: Any = None  # the framework's instrumentor, set by build()
 
     def build(self) -> None:
         raise NotImplementedError
@@ -569,10 +570,10 @@ class _Driver:
         raise NotImplementedError
 
     def feedback(self, query_id: str, score: float) -> None:
-        raise NotImplementedError
+        self.inst.feedback(query_id, score, source="gold")
 
     def flush(self) -> None:
-        self.manager.flush()
+        self.inst.flush()
 
     def scores(self) -> dict[str, float]:
         return self.manager.learned_scores(self.unit)
@@ -623,7 +624,6 @@ class LightRAGDriver(_Driver):
         self.chunk_top_k = chunk_top_k
         self.loop = asyncio.new_event_loop()
         self.rag: Any = None
-        self.inst: Any = None
         self.n = 0
 
     def _run(self, coro: Any) -> Any:
@@ -658,12 +658,6 @@ class LightRAGDriver(_Driver):
         with self.inst.query(f"planted-{self.n}") as qid:
             answer = self._run(self.rag.aquery(question, self._param()))
         return str(answer), qid
-
-    def feedback(self, query_id: str, score: float) -> None:
-        self.inst.feedback(query_id, score, source="gold")
-
-    def flush(self) -> None:
-        self.inst.flush()
 
     def close(self) -> None:
         try:
@@ -704,7 +698,6 @@ class GraphRAGDriver(_Driver):
         self.setup = (
             f"local_search top_k_entities={top_k_entities}, top_k_relationships={top_k_relationships}"
         )
-        self.inst: Any = None
         self.frames: dict[str, Any] = {}
 
     def build(self) -> None:
@@ -738,12 +731,6 @@ class GraphRAGDriver(_Driver):
             )
         )  # fmt: skip
         return str(result.response), result.query_id
-
-    def feedback(self, query_id: str, score: float) -> None:
-        self.inst.feedback(query_id, score, source="gold")
-
-    def flush(self) -> None:
-        self.inst.flush()
 
     def close(self) -> None:
         try:
@@ -784,7 +771,6 @@ class LlamaIndexDriver(_Driver):
         self.setup = f"as_query_engine + TriagePostprocessor(top_n={top_n})" + (
             f", answer={answer}" if answer != "first-line" else ""
         )
-        self.inst: Any = None
         self.engine: Any = None
         self._saved: Any = None
 
@@ -816,12 +802,6 @@ class LlamaIndexDriver(_Driver):
         with self.inst.query() as qid:
             response = self.engine.query(question)
         return str(response.response), qid
-
-    def feedback(self, query_id: str, score: float) -> None:
-        self.inst.feedback(query_id, score, source="gold")
-
-    def flush(self) -> None:
-        self.inst.flush()
 
     def close(self) -> None:
         try:

@@ -365,13 +365,7 @@ def test_triage_settings_in_dotenv_reach_the_real_server(tmp_path, local_servers
             qid = r.headers["x-triage-query-id"]
             assert c.post("/triage/feedback", json={"query_id": qid, "score": 1.0}).status_code == 200
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        _stop(proc, log)
     assert store.exists() and not (tmp_path / "rag" / "triage.sqlite").exists()
     with open_store(store, readonly=True) as opened:
         assert [e.query_id for e in opened.events("feedback")] == [qid]
@@ -430,13 +424,18 @@ def test_a_real_uvicorn_process(tmp_path, local_servers):
                 == "recorded"
             )
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        _stop(proc, log)
     with open_store(tmp_path / "t.sqlite", readonly=True) as store:
         assert [e.query_id for e in store.events("feedback")] == [qid]
         assert list(store.events("extraction")) and list(store.events("generation"))
+
+
+def _stop(proc: subprocess.Popen, log) -> None:
+    """Stop a server process started by a test (killed if it does not end in 20 s) and close its log."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()

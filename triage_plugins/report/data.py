@@ -34,7 +34,9 @@ from triage_plugins.metrics.result import MetricResult
 from triage_plugins.metrics.usage import rhd_distribution
 
 if TYPE_CHECKING:
-    from triage_plugins.store import MetricRow, Store
+    from triage_plugins.contract.events import Event
+    from triage_plugins.plugins.feedback import Move
+    from triage_plugins.store import MetricRow, ScoreRow, Store
 
 __all__ = [
     "CHAIN_METRICS",
@@ -374,11 +376,16 @@ def _score_units(store: Store, since: float | None, top: int, notes: list[str]) 
 
     units = ["triple", "chunk", *(store.get_param(SCORE_UNITS_PARAM, []) or [])]
     out: list[ScoreUnitReport] = []
+    sequence: list[Event] | None = None  # the feedback to replay, read once for both units
     for unit in dict.fromkeys(units):
         rows = store.get_scores(unit)
         if not rows:
             continue
-        why = _audit(store, unit, notes) if unit in ("triple", "chunk") else {}
+        why: dict[str, list[Move]] = {}
+        if unit in ("triple", "chunk"):
+            if sequence is None:
+                sequence = _feedback_sequence(store, notes)
+            why = _audit(sequence, unit)
         moves = [
             _score_move(i, r, why.get(i, ()))
             for i, r in rows.items()
@@ -400,48 +407,54 @@ def audit_line(reasons: Mapping[str, int]) -> str:
     return "learning audit (scores by why they moved most): " + ", ".join(parts)
 
 
-def _score_move(key: str, row: object, steps: Sequence[object]) -> ScoreMove:
+def _score_move(key: str, row: ScoreRow, steps: Sequence[Move]) -> ScoreMove:
     """A stored score with what the replay says moved it: the reason that moved it furthest and the
     three largest steps."""
-    raw = float(row.raw)  # type: ignore[attr-defined]
     by_reason: dict[str, float] = defaultdict(float)
     for m in steps:
-        by_reason[m.reason] += m.delta  # type: ignore[attr-defined]
+        by_reason[m.reason] += m.delta
     reason = max(by_reason, key=lambda r: (abs(by_reason[r]), r)) if by_reason else None
-    largest = sorted(steps, key=lambda m: -abs(m.delta))[:3]  # type: ignore[attr-defined]
+    largest = sorted(steps, key=lambda m: -abs(m.delta))[:3]
+    raw = float(row.raw)
     return ScoreMove(
         key,
         raw,
         raw - INITIAL_SCORE,
-        row.n_updates,  # type: ignore[attr-defined]
-        row.updated_at,  # type: ignore[attr-defined]
+        row.n_updates,
+        row.updated_at,
         reason,
-        tuple((m.query_id, m.delta) for m in largest),  # type: ignore[attr-defined]
+        tuple((m.query_id, m.delta) for m in largest),
     )
 
 
-def _audit(store: Store, unit: str, notes: list[str]) -> dict[str, list[object]]:
-    """The learning audit: the store's feedback replayed through a fresh learner
-    (:func:`~triage_plugins.plugins.feedback.replay_moves`), each step filed under its unit key."""
+def _feedback_sequence(store: Store, notes: list[str]) -> list[Event]:
+    """The store's feedback events (at most :data:`AUDIT_LIMIT`, a note past it), each after the
+    retrieval and generation of its query: what the learner was sent."""
     import itertools
-
-    from triage_plugins.plugins.feedback import replay_moves
 
     lookup = getattr(store, "last_event", None)
     if lookup is None:
-        return {}
+        return []
     feedback = list(itertools.islice(store.events("feedback"), AUDIT_LIMIT + 1))
     if len(feedback) > AUDIT_LIMIT:
         notes.append(f"learning audit: only the first {AUDIT_LIMIT} feedback events were replayed")
         feedback = feedback[:AUDIT_LIMIT]
-    sequence: list[object] = []
+    sequence: list[Event] = []
     for fb in feedback:
         for kind in ("retrieval", "generation"):
             e = lookup(kind, framework=fb.framework, query_id=fb.query_id)
             if e is not None:
                 sequence.append(e)
         sequence.append(fb)
-    out: dict[str, list[object]] = defaultdict(list)
+    return sequence
+
+
+def _audit(sequence: Sequence[Event], unit: str) -> dict[str, list[Move]]:
+    """The learning audit: ``sequence`` replayed through a fresh learner
+    (:func:`~triage_plugins.plugins.feedback.replay_moves`), each step filed under its unit key."""
+    from triage_plugins.plugins.feedback import replay_moves
+
+    out: dict[str, list[Move]] = defaultdict(list)
     for m in replay_moves(sequence, unit):
         out[m.key].append(m)
     return out
