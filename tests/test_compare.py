@@ -561,10 +561,12 @@ def test_the_html_shows_hits_intervals_and_marks_differences_not_significant() -
     gold = html.split('id="gold"')[1].split("</section>")[0]
     assert path.interval_text("Hits@1") in gold and krag.interval_text("Hits@1") in gold
     diffs = html.split('id="differences"')[1].split("</section>")[0]
-    lines = diffs.split("<tr>")[2:]
-    assert len(lines) == 2
-    assert ("not significant" in lines[0]) == (not measured[0].significant)
-    assert "x / a" in lines[1] and "not significant" in lines[1]
+    shown, folded = diffs.split("<details>") if "<details>" in diffs else (diffs, "")
+    # Holm over the family: a pair is listed up front only when its adjusted p is below 0.05
+    assert (measured[0].a in shown.split("</p>", 1)[1]) == measured[0].significant_holm
+    assert measured[0].p_value is not None and measured[0].p_holm == pytest.approx(measured[0].p_value)
+    assert "x / a" in folded and "N/A" in folded.split("x / a")[1]  # no p-value: never significant
+    assert "Holm–Bonferroni over the 2 pairs" in diffs
 
 
 class _SetupRunner:
@@ -603,7 +605,7 @@ def test_each_row_says_its_query_setup_and_labels_a_non_default_one(small_corpus
     assert tuned.display_label == "setups / tuned (non-default: top_k=50 instead of 10)"
     assert tuned.to_dict()["setup"] == {"description": "top_k=50 instead of 10", "default": False}
     overview = compare_html(result).split('id="frameworks"')[1].split("</section>")[0]
-    assert overview.count("(non-default: ") == 1 and "top_k=50 instead of 10" in overview
+    assert overview.count(">non-default</span></summary>") == 1 and "top_k=50 instead of 10" in overview
     # the LlamaIndex rows use one PG sub-retriever, graph only: not LlamaIndex's default as_retriever()
     for mode in LlamaIndexRunner.modes:
         setup = LlamaIndexRunner().setup_of(mode)

@@ -61,9 +61,21 @@ def test_demo_seeds_reports_each_seed_and_an_interval(tmp_path) -> None:
         assert sorted(r.kind for r in s.runs()) == ["demo-feedback", "demo-static"]
 
 
+def test_demo_default_shows_held_out_learning_over_five_worlds_with_an_interval(tmp_path) -> None:
+    args = ["demo", "--feedback-rounds", "1", "-q", "--store", str(tmp_path / "d.sqlite")]
+    res = CliRunner().invoke(app, [*args, "--json", str(tmp_path / "five.json")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "the table below repeats it over 5 worlds with a 95 % interval" in text
+    assert "held-out ACC" in text and "95% CI" in text and "seeds 0–4:" in text
+    assert "`triage explain ERC`" in text
+    seeds = json.loads((tmp_path / "five.json").read_text(encoding="utf-8"))["seeds"]
+    assert seeds["seeds"] == [0, 1, 2, 3, 4]
+
+
 def test_demo_single_seed_is_unchanged_and_bad_seeds_are_refused(tmp_path) -> None:
     out = tmp_path / "one.json"
-    args = ["demo", "--feedback-rounds", "0", "-q", "--store", str(tmp_path / "d.sqlite")]
+    args = ["demo", "--feedback-rounds", "0", "-q", "--store", str(tmp_path / "d.sqlite"), "--seeds", "1"]
     res = CliRunner().invoke(app, [*args, "--json", str(out)])
     assert res.exit_code == 0, res.output
     assert "Learning over" not in res.output

@@ -36,9 +36,10 @@ from triage_plugins.report import (
     render_store_report,
     store_html,
 )
+from triage_plugins.report.compare_html import TAB_SCRIPT
 from triage_plugins.report.data import load_query_details
 from triage_plugins.report.html import Safe, script_hash, table
-from triage_plugins.report.query_view import SCRIPT
+from triage_plugins.report.query_view import SCRIPT, embedded_panels
 from triage_plugins.report.subgraph_svg import layout, subgraph_svg
 from triage_plugins.runtime.manager import TriageManager
 from triage_plugins.store import MetricRow, Store
@@ -231,7 +232,8 @@ def test_compare_html_escapes_untrusted_text() -> None:
         rhd={"0": 0.5, "inf": 0.5},
     )
     html = compare_html(CompareResult([row, ok], HOSTILE, 2, 0, 0, notes=[HOSTILE]))
-    assert "<script" not in html.lower()
+    assert html.lower().count("<script") == 1 and f"<script>{TAB_SCRIPT}</script>" in html  # tabs only
+    assert f"script-src {script_hash(TAB_SCRIPT)};" in html
     assert HOSTILE_ESCAPED in html and QUOTED_ESCAPED in html
     assert "onmouseover=" not in html.replace("onmouseover=&quot;", "")
 
@@ -297,12 +299,13 @@ def test_store_html_panels_escape_untrusted_text(tmp_path) -> None:
     with _hostile_store(tmp_path) as store:
         report = build_store_report(store, window=2)
     html = store_html(report)
-    panels = re.findall(r"<template id=\"p-\d+\">(.*?)</template>", html, flags=re.S)
-    assert len(panels) == 3  # one per query, inert until opened
+    panels = embedded_panels(html)
+    assert len(panels) == 3  # one per query, packed in an inert template until opened
+    assert html.count("<template") == 1
     assert all(HOSTILE not in p and "<b>Co</b>" not in p for p in panels)
     assert any(HOSTILE_ESCAPED in p for p in panels)  # question, grounding and triples shown as text
     assert f'data-ret="{ATTR.replace(chr(34), "&quot;")}"' in html  # the retriever only as an attribute value
-    for svg in re.findall(r"<svg.*?</svg>", html, flags=re.S):
+    for svg in re.findall(r"<svg.*?</svg>", "".join(panels), flags=re.S):
         _svg_ok(svg)
 
 
@@ -375,7 +378,11 @@ def test_store_html_of_the_demo_has_tabs_table_and_panels(demo_store) -> None:
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
     for tab in ("overview", "queries", "chains", "graph", "scores"):
         assert f'class="tabpane" id="{tab}"' in html
-    assert html.count("<template id=") == 180 and html.count('<tr data-p="') == 180
+    panels = embedded_panels(html)
+    assert len(panels) == 180 and html.count('<tr data-p="') == 180
+    assert [re.search(r'data-key="([^"]+)"', p).group(1) for p in panels] == [
+        d.key for d in report.details.queries
+    ]
     assert re.search(r'<tr data-p="0"[^>]*data-verdict="silent failure"', html)
     embedded = {d.key for d in report.details.queries}
     worst = {
@@ -388,3 +395,32 @@ def test_store_html_of_the_demo_has_tabs_table_and_panels(demo_store) -> None:
     assert linked  # the chains tab links its worst queries to their panels
     assert all(f'href="#q={key}"' in html for key in linked)
     assert "180 of 376 queries embedded" in html
+
+
+def test_the_demo_report_with_every_query_panel_stays_under_3_mb(demo_store) -> None:
+    """All queries embedded (at most 500), each with its subgraph drawing: the page is packed, not cut."""
+    with Store.open(demo_store, readonly=True) as store:
+        report = build_store_report(store)
+    html = store_html(report)
+    queries = report.details.queries
+    assert len(queries) == report.details.total > 300  # nothing left out to make the bound
+    panels = embedded_panels(html)
+    assert len(panels) == len(queries) and sum(p.count("<svg") for p in panels) >= len(queries) - 10
+    unpacked = len(html) + sum(len(p) for p in panels)
+    assert unpacked > 6_000_000  # what the page would weigh with the panels inline
+    assert len(html.encode("utf-8")) <= 3_000_000
+
+
+def test_every_node_label_and_the_legend_lie_inside_the_svg_view_box() -> None:
+    ns = "{http://www.w3.org/2000/svg}"
+    for triples in ([Triple.of("A", "r", "B")], [Triple.of("A", "r", "B"), Triple.of("X", "near", "Y")]):
+        root = _svg_ok(subgraph_svg([], triples, seeds=["A"]))
+        _, _, w, h = (float(v) for v in root.get("viewBox").split())
+        for c in root.iter(f"{ns}circle"):
+            x, y, r = float(c.get("cx")), float(c.get("cy")), float(c.get("r"))
+            assert x - r >= 0 and x + r <= w and y - r >= 0 and y + r <= h, (x, y, w, h)
+        for t in root.iter(f"{ns}text"):  # left-aligned labels (legend, part frames): ~0.6 em a character
+            if t.get("text-anchor") is None:
+                em = 0.6 * float(t.get("font-size"))
+                for line in (t.text or "", *(s.text or "" for s in t)):
+                    assert float(t.get("x")) + em * len(line) <= w, (line, w)

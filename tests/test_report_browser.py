@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from triage_plugins.adapter_kit.runner import Setup
 from triage_plugins.apps.compare import (
     embedded_corpus,
     query_id,
@@ -39,6 +40,7 @@ from triage_plugins.store import Store
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 QUOTED = 'Tom "Tommy" & <b>Co</b>'
+LONG_SETUP = "PGRetriever(sub_retrievers=[VectorContextRetriever(include_text=False, ...)]) " * 25
 
 
 def _chromium() -> str | None:
@@ -97,6 +99,8 @@ def pages(tmp_path_factory) -> dict[str, Path]:
         )
     finally:
         unregister_runner("hostile")
+    # a set-up described at length, as LlamaIndex's is (~2,000 characters): it must not widen the tables
+    result.rows[0].setup = Setup(LONG_SETUP, default=False)
     compare_page = out / "compare.html"
     compare_page.write_text(compare_html(result), encoding="utf-8")
 
@@ -132,7 +136,7 @@ def test_report_renders_in_chromium(pages: dict[str, Path], name: str, tmp_path:
     assert dom.count("<table") >= 2
     assert dom.count("<svg") >= 3
     # compare carries no script, the store report only its own (allowed by hash); hostile names stay text
-    assert dom.lower().count("<script") == (1 if name == "report" else 0)
+    assert dom.lower().count("<script") == 1  # the page's own (tabs), allowed by its hash
     assert HOSTILE not in dom
     assert HOSTILE_ESCAPED in dom
     assert _console_lines(stderr) == []  # no JavaScript error, no refused fetch
@@ -342,11 +346,12 @@ def test_click_filter_open_a_query_and_see_its_subgraph(demo_page, browser: _Dev
     assert browser.js("document.querySelector('#qpanel svg.subgraph').getBoundingClientRect().width") > 100
 
     # zoom the drawing
-    width = browser.js("+document.querySelector('#qpanel svg.subgraph').getAttribute('width')")
+    width = browser.js("document.querySelector('#qpanel svg.subgraph').getBoundingClientRect().width")
     browser.click("#qpanel button[data-zoom='1.25']")
     assert browser.js("+document.querySelector('#qpanel svg.subgraph').getAttribute('width')") == round(
         width * 1.25
     )
+    assert browser.js("document.querySelector('#qpanel svg.subgraph').getBoundingClientRect().width") > width
 
     # sort: clear the filters, click the triples header twice (ascending, then descending)
     browser.js(
@@ -367,6 +372,7 @@ def test_a_link_opens_a_query_panel_directly(demo_page, browser: _DevTools) -> N
     page, report = demo_page
     wrong = next(d for d in report.details.queries if d.verdict == "wrong")
     browser.go(page.resolve().as_uri() + "#q=" + wrong.trace.query_id)
+    browser.until("!!document.querySelector('#qpanel .panel')")  # unpacked on first use
     assert browser.js("document.getElementById('queries').hidden") is False
     assert browser.js("document.querySelector('#qtable tr.sel').dataset.key") == wrong.key
     assert browser.js("document.querySelector('#qpanel .panel').dataset.key") == wrong.key
@@ -395,3 +401,96 @@ def test_devtools_errors_catch_a_script_error(tmp_path: Path, browser: _DevTools
     page.write_text("<!DOCTYPE html><p>x</p><script>throw new Error('boom')</script>", encoding="utf-8")
     browser.go(page.resolve().as_uri())
     assert any("boom" in json.dumps(e) for e in browser.errors())
+
+
+# --------------------------------------------------------------------------- layout at 1400 px and 400 px
+
+_WIDEST = (
+    "Math.max.apply(null,[].slice.call(document.querySelectorAll({sel})).filter(function(e){{"
+    "return e.offsetParent!==null;}}).map(function(e){{return e.getBoundingClientRect().right;}}))"
+)
+
+
+def _overflowing(browser: _DevTools, width: int) -> list[str]:
+    """The first elements reaching past ``width`` px, to name in a failure."""
+    return browser.js(
+        "[].slice.call(document.querySelectorAll('body *')).filter(function(e){var r=e.getBoundingClientRect();"
+        f"return r.width>0&&r.right>{width};}}).slice(0,8).map(function(e){{return e.tagName+'.'+e.className+' '"
+        "+Math.round(e.getBoundingClientRect().right);})"
+    )
+
+
+def _viewport(browser: _DevTools, width: int) -> None:
+    browser.call(
+        "Emulation.setDeviceMetricsOverride", session=True, width=width, height=1000, deviceScaleFactor=1,
+        mobile=width < 600,
+    )  # fmt: skip
+
+
+def test_compare_opens_on_accuracy_with_every_metric_column_visible_at_1400_px(pages, browser) -> None:
+    _viewport(browser, 1400)
+    browser.go(pages["compare"].resolve().as_uri())
+    assert len(LONG_SETUP) > 1500 and "non-default" in browser.js("document.getElementById('gold').innerText")
+    # one tab at a time, accuracy first
+    assert browser.js("document.querySelector('nav a').dataset.tab") == "gold"
+    assert browser.js("document.getElementById('gold').hidden") is False
+    assert browser.js("document.getElementById('frameworks').hidden") is True
+    view = browser.js("document.documentElement.clientWidth")
+    assert view == 1400
+    headers = browser.js(
+        "[].slice.call(document.querySelectorAll('#gold th')).map(function(t){return t.textContent;})"
+    )
+    assert {"CC", "Hits@1", "F1"} <= set(headers)
+    for name in ("CC", "Hits@1", "F1"):  # each metric header sits inside the viewport, unscrolled
+        right = browser.js(
+            "[].slice.call(document.querySelectorAll('#gold th')).filter(function(t){return t.textContent==="
+            f"{json.dumps(name)};}})[0].getBoundingClientRect().right"
+        )
+        assert 0 < right <= view, (name, right)
+    # the set-up text is one click away in Frameworks, and that table fits too
+    browser.click("nav a[data-tab=frameworks]")
+    browser.until("!document.getElementById('frameworks').hidden")
+    assert browser.js(_WIDEST.format(sel=json.dumps("#frameworks table"))) <= view
+    assert browser.js("document.getElementById('gold').hidden") is True
+    browser.click("nav a[data-tab=all]")
+    browser.until("!document.getElementById('gold').hidden && !document.getElementById('frameworks').hidden")
+    assert browser.errors() == []
+
+
+@pytest.mark.parametrize("name", ["compare", "report"])
+def test_no_page_scrolls_sideways_at_a_phone_width(pages, browser, name: str) -> None:
+    _viewport(browser, 400)
+    browser.go(pages[name].resolve().as_uri())
+    tabs = browser.js(
+        "[].slice.call(document.querySelectorAll('nav a[data-tab]')).map(function(a){return a.dataset.tab;})"
+    )
+    assert len(tabs) >= 4
+    for tab in tabs:  # wide tables scroll inside their own box; the page itself never does
+        browser.js(f"location.hash={json.dumps(tab)}")
+        browser.until(
+            f"document.querySelector('nav a.on') && document.querySelector('nav a.on').dataset.tab==={json.dumps(tab)}"
+        )
+        assert browser.js("document.documentElement.scrollWidth") <= 400, (tab, _overflowing(browser, 400))
+    assert browser.errors() == []
+
+
+def test_every_part_of_a_disconnected_subgraph_is_drawn_inside_its_frame(demo_page, browser) -> None:
+    page, report = demo_page
+    split = [d for d in report.details.queries if d.trace.signature == "connectivity_gap"]
+    assert split, "the demo has connectivity_gap queries"
+    _viewport(browser, 1400)
+    browser.go(page.resolve().as_uri())
+    for d in split:
+        browser.js(f"location.hash={json.dumps('#q=' + d.key)}")  # same document: no load event
+        browser.until(
+            f"(document.querySelector('#qpanel .panel')||{{dataset:{{}}}}).dataset.key==={json.dumps(d.key)}"
+        )
+        outside = browser.js(
+            "(function(){var box=document.querySelector('#qpanel .svgbox').getBoundingClientRect();"
+            "return [].slice.call(document.querySelectorAll('#qpanel svg.subgraph circle, #qpanel svg.subgraph text'))"
+            ".filter(function(e){var r=e.getBoundingClientRect();return r.left<box.left-1||r.right>box.right+1||"
+            "r.top<box.top-1||r.bottom>box.bottom+1;}).map(function(e){return e.textContent||e.tagName;});})()"
+        )
+        assert outside == [], (d.key, outside)  # every node, label and the legend visible without scrolling
+        assert browser.js("document.querySelectorAll('#qpanel svg.subgraph g.part').length") >= 2
+    assert browser.errors() == []

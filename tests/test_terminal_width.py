@@ -22,6 +22,7 @@ from triage_plugins.diagnosis.chain import SIGNATURES
 from triage_plugins.report import build_store_report, render_compare, render_store_report
 from triage_plugins.report.compare_html import compare_columns
 from triage_plugins.report.data import CHAIN_METRICS
+from triage_plugins.report.score_order import worst_first
 from triage_plugins.store import Store
 
 WIDTH = 80
@@ -110,7 +111,7 @@ def test_score_report_reads_at_fixed_widths(compared, width: int) -> None:
     report = score_events(events)
     console = _console(width)
     render_score_report(report, console, max_queries=5)
-    query_ids = {q.query_id for q in report.queries[:5]}
+    query_ids = {q.query_id for q in worst_first(report.queries)[:5]}  # the worst are listed
     _assert_readable(_text(console), query_ids | set(report.aggregate) | set(report.signatures), width)
 
 
@@ -164,7 +165,7 @@ def test_a_default_sized_comparison_reads_at_fixed_widths(compared, width: int) 
     columns = compare_columns()
     metrics = {m for m in (*columns["implementation"], *columns["validation"], *columns["usage"])}
     modes = {mode for _, ms in _FRAMEWORK_MODES for mode in ms} | {r.mode for r in compared[0].rows}
-    words = set(_LONG_SETUP.split()) | {"(non-default)", "index_directory_for_tests", "significant"}
+    words = set(_LONG_SETUP.split()) | {"(non-default)", "index_directory_for_tests", "Holm–Bonferroni"}
     _assert_readable(text, metrics | modes | words | {"llamaindex", "queries", "status"}, width)
     assert "set-up of llamaindex / synonym: PGRetriever" in " ".join(text.split())
     assert "brokenrag / deep failed: ValueError" in " ".join(text.split())
@@ -211,7 +212,7 @@ def test_demo_reads_at_fixed_widths(tmp_path) -> None:
 
 def test_demo_prints_one_line_progress_when_stderr_is_not_a_terminal(tmp_path) -> None:
     store = tmp_path / "demo.sqlite"
-    res = CliRunner().invoke(app, ["demo", "--store", str(store), "--feedback-rounds", "1"])
+    res = CliRunner().invoke(app, ["demo", "--store", str(store), "--feedback-rounds", "1", "--seeds", "1"])
     assert res.exit_code == 0, res.output
     lines = res.stderr.splitlines()
     # each stage ends with one line "label: total/total"; the run has 60 questions x 6 retrievers
@@ -221,5 +222,10 @@ def test_demo_prints_one_line_progress_when_stderr_is_not_a_terminal(tmp_path) -
     assert not any("━" in line for line in lines)  # no progress bar drawn into a log
     # ... and no stage floods the log: at most one line per 5 s of a stage, plus its end
     assert len([line for line in lines if line.startswith("answering (static)")]) <= 3
-    quiet = CliRunner().invoke(app, ["demo", "--store", str(store), "--feedback-rounds", "0", "-q"])
+    quiet = CliRunner().invoke(
+        app, ["demo", "--store", str(store), "--feedback-rounds", "0", "-q", "--seeds", "1"]
+    )
+    # over seeds (the default: five worlds) each stage's line names its seed
+    seeds = CliRunner().invoke(app, ["demo", "--store", str(store), "--feedback-rounds", "1", "--seeds", "2"])
+    assert seeds.exit_code == 0 and "seed 1: answering (static): 360/360" in seeds.stderr.splitlines()
     assert quiet.exit_code == 0 and "answering" not in quiet.stderr

@@ -1,9 +1,12 @@
 """triage-plugins: observe, diagnose and improve graph-RAG frameworks.
 
-The public surface most users need::
+The public surface most users need, all importable from here (explicit ``__all__``)::
 
-    from triage_plugins import hookimpl, TriageManager
-    from triage_plugins.events import RetrievalEvent, Triple, Subgraph
+    from triage_plugins import hookimpl, TriageManager, RetrievalEvent, Triple, Subgraph, QueryRecord
+
+the hook marker, the manager, the events and their parts, the scorer's records, ``MetricSpec`` /
+``MetricResult`` (to register a metric) and ``open_store``. Everything but the markers and the
+errors is imported on first use, so ``import triage_plugins`` stays cheap.
 
 The package is laid out one folder per concern (DESIGN §2): ``contract/`` (hooks, events, graph
 view, errors, options), ``runtime/`` (the manager), ``plugins/`` (the default plugins), ``kg/``,
@@ -31,6 +34,37 @@ from triage_plugins.contract.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 
+#: Public names imported on first use, and the module that holds each.
+_LAZY: dict[str, str] = {
+    "TriageManager": "triage_plugins.runtime.manager",
+    **dict.fromkeys(
+        (
+            "Chunk",
+            "Event",
+            "ExtractedTriple",
+            "ExtractionEvent",
+            "FeedbackEvent",
+            "GateDecision",
+            "GenerationEvent",
+            "Gold",
+            "GraphEvent",
+            "Path",
+            "RerankRequest",
+            "RetrievalEvent",
+            "Subgraph",
+            "Triple",
+        ),
+        "triage_plugins.contract.events",
+    ),
+    "GraphView": "triage_plugins.contract.graph_view",
+    "QueryRecord": "triage_plugins.contract.records",
+    "GraphRecord": "triage_plugins.contract.records",
+    "MetricSpec": "triage_plugins.metrics.registry",
+    "MetricResult": "triage_plugins.metrics.result",
+    "TriageConfig": "triage_plugins.contract.config",
+    "open_store": "triage_plugins.store",
+}
+
 __all__ = [
     "ConfigError",
     "DatasetError",
@@ -38,9 +72,9 @@ __all__ = [
     "OntologyError",
     "StoreError",
     "TriageError",
-    "TriageManager",
     "hookimpl",
     "__version__",
+    *_LAZY,
 ]
 
 #: Old module paths (before the layout of DESIGN §2) and where they live now.
@@ -78,9 +112,14 @@ if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())
 
 
-def __getattr__(name: str):  # lazy: importing the package stays cheap
-    if name == "TriageManager":
-        from triage_plugins.runtime.manager import TriageManager
+def __getattr__(name: str) -> object:  # lazy: importing the package stays cheap
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'triage_plugins' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return TriageManager
-    raise AttributeError(name)
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

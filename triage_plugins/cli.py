@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,14 +110,16 @@ app = _App(
 )
 store_app = _App(
     cls=_Group,
-    help="""Inspect and prune a triage store (a SQLite file or a PostgreSQL database).
+    help="""Inspect, migrate and prune a triage store (a SQLite file or a PostgreSQL database).
 
     A store holds what triage recorded: runs, events, metrics, graph snapshots and learned scores.
-    info only reads it; prune deletes old runs and keeps the learned scores.
+    info only reads it; migrate brings an older store (or a new PostgreSQL database) to this
+    version's schema; prune deletes old runs and keeps the learned scores.
 
     Examples:
 
       triage store info triage-demo.sqlite
+      triage store migrate postgresql://triage@db.example/triage
       triage store prune triage-demo.sqlite --keep-runs 5
     """,
     no_args_is_help=True,
@@ -131,6 +134,17 @@ def _fail(message: str, code: int = 1) -> None:
     # Plain text (no markup read from the message) on one line whatever the terminal width.
     err.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
     raise typer.Exit(code)
+
+
+#: Upper bounds of the options that multiply a run's work (said in their --help).
+MAX_ROUNDS = 100
+MAX_SEEDS = 100
+
+
+def _bounded(option: str, value: int, low: int, high: int) -> None:
+    """Refuse ``value`` outside [low, high] with a one-line error naming ``option``."""
+    if not low <= value <= high:
+        _fail(f"{option} must be between {low} and {high}, got {value}")
 
 
 def _check_paths(
@@ -326,7 +340,9 @@ def demo_cmd(
     ] = "triage-demo.sqlite",
     feedback_rounds: Annotated[
         int,
-        typer.Option(metavar="N", help="Rounds of EvoRAG learning from gold feedback (0: none)."),
+        typer.Option(
+            metavar="N", help="Rounds of EvoRAG learning from gold feedback (0: none; at most 100)."
+        ),
     ] = 3,
     json_out: Annotated[
         Path | None,
@@ -358,11 +374,11 @@ def demo_cmd(
         typer.Option(
             min=1,
             metavar="N",
-            help="Run on N worlds (seeds SEED to SEED+N-1) and report held-out accuracy before and "
-            "after learning as a mean with a 95% interval over the seeds. Only the first seed is "
-            "shown in full and written to --store.",
+            help="Run on N worlds (seeds SEED to SEED+N-1, at most 100) and report held-out accuracy "
+            "before and after learning as a mean with a 95% interval over the seeds (one world "
+            "alone gives no interval). Only the first seed is shown in full and written to --store.",
         ),
-    ] = 1,
+    ] = 5,
 ) -> None:
     """Run the whole loop offline on a built-in world: extract, build, measure, diagnose, learn.
 
@@ -371,7 +387,8 @@ def demo_cmd(
     computes the extraction and graph metrics, answers every question with each of the six
     built-in retrievers, names the first failing link of the diagnostic chain for each query, then
     learns triple scores from gold feedback (EvoRAG) and reports accuracy on held-out questions
-    before and after. Takes a few seconds; reads no file and needs no network.
+    before and after, over five worlds with a 95 % interval (--seeds). Takes 15–30 seconds; reads
+    no file and needs no network.
 
     Writes the store (default triage-demo.sqlite in the current folder, reset first if it holds
     only demo runs) and, with --json, a JSON file. Look at the store with triage report or triage
@@ -380,7 +397,7 @@ def demo_cmd(
     Examples:
 
       triage demo
-      triage demo --seeds 5 --json demo.json
+      triage demo --seeds 1 --json demo.json
       triage report triage-demo.sqlite --html report.html
     """
     from triage_plugins.apps.demo import run_demo, run_demo_seeds
@@ -388,8 +405,10 @@ def demo_cmd(
     from triage_plugins.apps.store_tools import reset_demo_store
     from triage_plugins.report.demo_view import render_demo, render_demo_seeds
 
-    if feedback_rounds < 0:
-        _fail(f"--feedback-rounds is a number of rounds (0 or more), got {feedback_rounds}")
+    _bounded("--feedback-rounds", feedback_rounds, 0, MAX_ROUNDS)
+    _bounded("--seeds", seeds, 1, MAX_SEEDS)
+    if feedback_rounds == 0:
+        seeds = 1  # the worlds are repeated for the learning interval; without rounds there is none
     _check_paths(
         outputs={"--json file": (json_out, "demo")}, stores={"--store": store}, new_store=store, force=force
     )
@@ -582,6 +601,24 @@ def evolve_bench_cmd(
             help="Ask the same training questions every iteration (default: a fresh set each time).",
         ),
     ] = False,
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Run the protocol through this framework's adapter (a --frameworks name of triage "
+            "compare; PathQuestion only): it indexes documents made from the noisy KB with its "
+            "offline stand-in models; the test questions are held out, generated training "
+            "questions are rated. Default: the built-in pipeline.",
+        ),
+    ] = None,
+    framework_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            metavar="MODE",
+            help="With --framework: its query mode (default: its first mode, as in triage compare).",
+        ),
+    ] = None,
     json_out: Annotated[
         Path | None,
         typer.Option("--json", metavar="OUT", help="Also write every iteration to this JSON file."),
@@ -607,6 +644,7 @@ def evolve_bench_cmd(
 
       triage evolve-bench --kb 2H-kb.txt --questions PQ-2H.txt --sample 200
       triage evolve-bench --kb 3H-kb.txt --questions PQ-3H.txt --feedback-noise 0.2
+      triage evolve-bench --kb 2H-kb.txt --questions PQ-2H.txt --framework NAME --sample 100
     """
     from triage_plugins.apps.evolve import render_evolve_bench, run_evolve_bench
 
@@ -620,6 +658,12 @@ def evolve_bench_cmd(
         force=force,
     )
     _refuse_questions_as_kb(kb)
+    if framework is not None:
+        _framework_bench(framework, framework_mode, kb, questions, noise, iterations, sample, seed, seeds,
+                         json_out, quiet, feedback_noise=feedback_noise, unit=unit)  # fmt: skip
+        return
+    if framework_mode is not None:
+        _fail("--mode needs --framework")
     try:
         with _progress_bars(not quiet) as progress:
             result = run_evolve_bench(
@@ -642,6 +686,40 @@ def evolve_bench_cmd(
     except TriageError as exc:
         _fail(str(exc))
     render_evolve_bench(result, console)
+    if json_out is not None:
+        _save(json_out, json.dumps(result.to_dict(), indent=1, default=str), "results")
+
+
+def _framework_bench(
+    framework: str,
+    mode: str | None,
+    kb: list[str],
+    questions: str,
+    noise: float,
+    iterations: int,
+    sample: int | None,
+    seed: int,
+    seeds: int,
+    json_out: Path | None,
+    quiet: bool,
+    *,
+    feedback_noise: float,
+    unit: str,
+) -> None:
+    """``evolve-bench --framework``: the protocol through a real adapter (apps/evolve_frameworks)."""
+    from triage_plugins.apps.evolve_frameworks import render_framework_bench, run_framework_bench
+
+    if feedback_noise or unit != "triple" or len(kb) != 1:
+        _fail("--framework runs one PathQuestion KB file at the triple unit with exact feedback")
+    try:
+        with _progress_bars(not quiet) as progress:
+            result = run_framework_bench(
+                framework, kb[0], questions, mode=mode, noise=noise, iterations=iterations,
+                sample=sample or 100, seed=seed, seeds=seeds, progress=progress,
+            )  # fmt: skip
+    except TriageError as exc:
+        _fail(str(exc))
+    render_framework_bench(result, console)
     if json_out is not None:
         _save(json_out, json.dumps(result.to_dict(), indent=1, default=str), "results")
 
@@ -737,9 +815,38 @@ def store_info(
             ),
             soft_wrap=True,
         )
+    _warn_store_faults(summary.runs)
+    _warn_killed_runs(summary.runs)
     if summary.unattributed:
         causes = ", ".join(f"{cause}: {n}" for cause, n in summary.unattributed.items())
         console.print(Text(f"feedback the learner could not attribute (changed no score): {causes}"))
+
+
+def _warn_store_faults(runs: list) -> None:
+    """One warning line with the runs' failed store writes by cause (none: nothing printed)."""
+    from triage_plugins.store.guard import describe_faults, sum_faults
+
+    text = describe_faults(sum_faults(getattr(r, "faults", None) or {} for r in runs))
+    if text:
+        err.print(Text(f"warning: {text}", style="yellow"), soft_wrap=True)
+
+
+def _warn_killed_runs(runs: list) -> None:
+    """One warning line per run found killed (its lease expired without ``end_run``), with the
+    queries whose events it lost (``faults["killed"]``, written by a server adapter's worker lease)."""
+    for r in runs:
+        killed = (getattr(r, "faults", None) or {}).get("killed")
+        if isinstance(killed, dict):
+            n = int(killed.get("queries_unanswered", 0) or 0)
+            err.print(
+                Text(
+                    f"warning: run {r.id} (pid {killed.get('pid')}) was killed: {n} "
+                    f"{'query' if n == 1 else 'queries'} in flight lost their events; "
+                    f"{int(killed.get('queued_at_last_heartbeat', 0) or 0)} events were queued at its last heartbeat",
+                    style="yellow",
+                ),
+                soft_wrap=True,
+            )
 
 
 def _print_runs(runs: list, total: int) -> None:
@@ -805,6 +912,50 @@ def store_prune(
         ),
         soft_wrap=True,
     )
+    if "bytes_freed" in deleted:
+        console.print(f"compacted the file (VACUUM): {deleted['bytes_freed']:,} bytes freed on disk", soft_wrap=True)
+    else:
+        console.print(
+            "PostgreSQL reuses the freed rows' space (autovacuum); VACUUM FULL returns it to the OS and is optional",
+            soft_wrap=True,
+        )
+
+
+@store_app.command("migrate")
+def store_migrate(
+    path: Annotated[
+        str, typer.Argument(metavar="STORE", help="The store: a SQLite file or a postgresql:// URL.")
+    ],
+) -> None:
+    """Bring a store to this triage-plugins' schema: migrate an older one, set up a new database.
+
+    Read-only commands (report, store info) never migrate; when they say a store has an older
+    schema, this is the command to run. A SQLite STORE must be an existing triage store (a missing
+    path or a file of another application is refused untouched); a PostgreSQL STORE may be a new,
+    empty database, whose triage tables are created. A store of a newer schema is refused. Running
+    it on a current store changes nothing.
+
+    Examples:
+
+      triage store migrate triage.sqlite
+      triage store migrate postgresql://triage@db.example/triage
+    """
+    from triage_plugins.apps.store_tools import migrate
+
+    try:
+        done = migrate(path)
+    except TriageError as exc:
+        _fail(str(exc))
+    if not done.changed:
+        console.print(
+            Text(f"{path} is at store schema {done.after} already: nothing to migrate"), soft_wrap=True
+        )
+    elif done.before == 0:
+        console.print(Text(f"created the triage store in {path} (schema {done.after})"), soft_wrap=True)
+    else:
+        console.print(
+            Text(f"migrated {path} from store schema {done.before} to {done.after}"), soft_wrap=True
+        )
 
 
 def _load_reference(path: str):
@@ -867,7 +1018,8 @@ def score_cmd(
     defines each metric.
 
     Reads EVENTS in two streaming passes (memory does not grow with its length), and the optional
-    ontology and reference files; writes only the --json file.
+    ontology and reference files; writes only the --json file. EVENTS may be a pipe (/dev/stdin,
+    <(cmd)): it is copied once to a temporary file; a named pipe must get its writer within 10 s.
 
     Examples:
 
@@ -883,12 +1035,7 @@ def score_cmd(
         {"--json file": (json_out, "score")},
         force=force,
     )
-    with open(events, "rb") as fh:
-        if fh.read(16) == b"SQLite format 3\x00":
-            _fail(
-                f"{events} is a SQLite store, not an events file: write its events with "
-                f"`triage export {events} --jsonl events.jsonl`, then score events.jsonl"
-            )
+    # score_file refuses a SQLite store, and reads a pipe (/dev/stdin, <(cmd)) once into a copy.
     try:
         onto = load_ontology(ontology) if ontology else None
         ref = _load_reference(reference) if reference else None
@@ -1224,7 +1371,10 @@ def compare_cmd(
     ] = None,
     feedback_rounds: Annotated[
         int,
-        typer.Option(metavar="N", help="Rounds of EvoRAG learning from gold feedback after the first pass."),
+        typer.Option(
+            metavar="N",
+            help="Rounds of EvoRAG learning from gold feedback after the first pass (at most 100).",
+        ),
     ] = 0,
     store: Annotated[
         str | None,
@@ -1244,12 +1394,12 @@ def compare_cmd(
         int,
         typer.Option(
             metavar="N",
-            help="Repeat over N seeds of a built-in corpus (SEED to SEED+N-1) and add each row's "
-            "mean over seeds with a 95% interval.",
+            help="Repeat over N seeds of a built-in corpus (SEED to SEED+N-1, at most 100) and add "
+            "each row's mean over seeds with a 95% interval.",
         ),
     ] = 1,
     max_questions: Annotated[
-        int | None, typer.Option(metavar="N", help="Ask at most N questions (default: all).")
+        int | None, typer.Option(metavar="N", help="Ask at most N questions, N >= 1 (default: all).")
     ] = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", metavar="OUT", help="Write the result to this JSON file.")
@@ -1293,10 +1443,10 @@ def compare_cmd(
             f"--corpus is one of {', '.join(_built_in_corpora())} or a folder of .txt/.md files; "
             f"{corpus} is neither"
         )
-    if seeds < 1:
-        _fail(f"--seeds is the number of corpus seeds (at least 1), got {seeds}")
-    if feedback_rounds < 0:
-        _fail(f"--feedback-rounds is a number of rounds (0 or more), got {feedback_rounds}")
+    _bounded("--seeds", seeds, 1, MAX_SEEDS)
+    _bounded("--feedback-rounds", feedback_rounds, 0, MAX_ROUNDS)
+    if max_questions is not None and max_questions < 1:
+        _fail(f"--max-questions is a number of questions (1 or more), got {max_questions}")
     if seeds > 1 and (corpus not in _built_in_corpora() or questions is not None):
         _fail(
             "--seeds N > 1 repeats over built-in corpora: use it with --corpus embedded, pq-2h or pq-3h and no --questions"
@@ -1500,17 +1650,25 @@ def feedback_pull_cmd(
         result, changed = pull_into_store(store, endpoint=endpoint, project=project, unit=unit, names=name)
     except TriageError as exc:
         _fail(str(exc))
+    from triage_plugins.apps.feedback_pull import printable
+
+    # Annotation text is the server's data: shown as plain Text (no markup), control characters escaped.
     console.print(
-        f"{len(result.applied)} annotation(s) applied, {result.already} already applied, "
-        f"{len(result.skipped)} skipped; {result.spans} span(s) read"
+        Text(
+            f"{len(result.applied)} annotation(s) applied, {result.already} already applied, "
+            f"{len(result.skipped)} skipped ({result.malformed} malformed); {result.spans} span(s) read"
+        )
     )
     for pulled in result.applied:
         e = pulled.event
-        console.print(
-            f"  {e.framework}/{e.query_id}: {pulled.name} = {e.raw!r} -> score {e.score:.2f} ({e.source})"
-        )
+        line = f"  {printable(e.framework, 40)}/{printable(e.query_id, 60)}: {printable(pulled.name, 60)}"
+        console.print(Text(f"{line} = {printable(e.raw, 40)} -> score {e.score:.2f} ({e.source})"))
     for note_id, why in result.skipped:
-        err.print(Text(f"  skipped {note_id}: {why}", style="yellow"), soft_wrap=True)
+        shown = f"  skipped {printable(note_id, 60)}: {printable(why, 200)}"
+        err.print(Text(shown, style="yellow"), soft_wrap=True)
+    if result.capped:
+        capped = f"  {result.capped} over feedback.max_per_query for their query: changed no score"
+        err.print(Text(capped, style="yellow"))
     if changed:
         from triage_plugins.report.terminal import matrix_table
 
@@ -1524,9 +1682,21 @@ def feedback_pull_cmd(
         )
 
 
+#: The one line Ctrl-C prints (exit status 130).
+INTERRUPTED = "interrupted: stopped early; what was written before Ctrl-C (store rows, output files) is kept"
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point; Ctrl-C ends it with one line (:data:`INTERRUPTED`) and status 130."""
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == 130:  # typer turns Ctrl-C (KeyboardInterrupt) into a silent Exit(130)
+            print(INTERRUPTED, file=sys.stderr)
+        raise
+    except KeyboardInterrupt:  # before typer's own handling took over
+        print(INTERRUPTED, file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

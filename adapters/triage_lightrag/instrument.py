@@ -49,6 +49,7 @@ explicit opt-in and even then LightRAG's own types come back; the decision trave
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -74,9 +75,21 @@ from triage_plugins.contract.errors import ConfigError, TriageError
 from triage_plugins.contract.events import FeedbackEvent, GateDecision, GenerationEvent
 
 if TYPE_CHECKING:
-    from triage_plugins.contract.graph_view import GraphView
+    import os
 
-__all__ = ["FRAMEWORK", "GatedAnswer", "LightRAGInstrumentor", "UnknownQueryError", "instrument"]
+    from triage_plugins.contract.config import TriageConfig
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins.store.base import Store
+
+__all__ = [
+    "FRAMEWORK",
+    "GatedAnswer",
+    "LightRAGInstrumentor",
+    "UnknownQueryError",
+    "instrument",
+    "workspace_config",
+]
 
 log = logging.getLogger("triage.lightrag")
 
@@ -122,6 +135,7 @@ class _QueryState:
     entities_scored: int = 0
     relations_scored: int = 0
     chunk_ids: dict[str, str] = field(default_factory=dict)  # chunk text -> chunk id
+    grounder: Any = None  # the graph's grounder when the query started (the event is built later)
 
 
 @dataclass
@@ -163,6 +177,7 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
         self._processed: dict[str, tuple[str, tuple[str, ...]]] = {}  # doc id -> (track id, chunk ids)
         self._dirty: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
+        self._workspace = ""  # the instance's LightRAG workspace, read by instrument()
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return ("lightrag-hku >= 1.5.7, < 1.6",)
@@ -187,7 +202,39 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
             return "off"
         return str(config.options.get("gate.mode", DEFAULT_GATE_MODE))
 
+    @property
+    def namespace(self) -> str | None:
+        """The scope of the store the learner reads and writes (``None``: the default scope)."""
+        return self.manager.config.namespace
+
     # ------------------------------------------------------------------ lifecycle
+
+    def instrument(
+        self,
+        host: Any = None,
+        *,
+        manager: TriageManager | None = None,
+        store: Store | str | os.PathLike[str] | None = None,
+        config: TriageConfig | None = None,
+        reweight: bool | None = None,
+        unit: str | None = None,
+    ) -> Any:
+        """The kit's :meth:`~triage_plugins.adapter_kit.Instrumentor.instrument`; a manager it creates
+        (no ``manager=``) learns in the instance's workspace: ``config.namespace`` is joined with
+        LightRAG's ``workspace`` (:func:`workspace_config`), so two workspaces on one store keep two
+        learners. A manager passed in is used as is: scope it with ``TriageConfig(namespace=...)``."""
+        target = host if host is not None else self.host
+        self._workspace = str(getattr(target, "workspace", "") or "")
+        return super().instrument(
+            host, manager=manager, store=store, config=config, reweight=reweight, unit=unit
+        )
+
+    def _use_manager(
+        self, manager: Any, store: Any, config: TriageConfig | None, reweight: bool | None, unit: str | None
+    ) -> None:
+        if manager is None:
+            config = workspace_config(config, self._workspace)
+        super()._use_manager(manager, store, config, reweight, unit)
 
     def uninstrument(self) -> None:
         """Remove our wrappers (LIFO-safe: a wrapper someone installed over ours stays, and ours
@@ -298,7 +345,7 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
     # ------------------------------------------------------------------ queries
 
     def _begin(self, query: str) -> tuple[_QueryState, Any]:
-        state = _QueryState(query=query, query_id=self._next_query_id())
+        state = _QueryState(query=query, query_id=self._next_query_id(), grounder=self._grounder)
         if state.query_id not in self._issued:
             self._issued.put(state.query_id, _Issued())
         return state, self._state.set(state)
@@ -457,7 +504,7 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
 
     def _retrieval_event(self, state: _QueryState, mode: str, result: Any, seconds: float) -> Any:
         scored = state.entities_scored + state.relations_scored
-        event = retrieval_event(state.query_id, state.query, mode, result, self._grounder, scored, seconds)
+        event = retrieval_event(state.query_id, state.query, mode, result, state.grounder, scored, seconds)
         self._recent.put(state.query_id, tuple((t.id, t.subject, t.object) for t in event.subgraph.triples))
         return event
 
@@ -493,6 +540,19 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
 # ---------------------------------------------------------------------------- helpers
 
 
+def workspace_config(config: TriageConfig | None, workspace: str) -> TriageConfig | None:
+    """``config`` scoped to a LightRAG ``workspace``: its namespace joined with the workspace
+    (``"<namespace>:<workspace>"``, or the workspace alone); unchanged for the default workspace ``""``,
+    whose learner keeps the default scope (the store's unprefixed keys)."""
+    if not workspace:
+        return config
+    from triage_plugins.contract.config import TriageConfig
+    from triage_plugins.store.scoped import join_namespaces
+
+    base = config or TriageConfig()
+    return dataclasses.replace(base, namespace=join_namespaces(base.namespace, workspace))
+
+
 def _param(param: Any) -> Any:
     if param is not None:
         return param
@@ -508,7 +568,8 @@ def instrument(rag: Any, **options: Unpack[InstrumentOptions]) -> LightRAGInstru
     same, and raises :class:`ConfigError` when they differ. ``options`` are those of
     :meth:`~triage_plugins.adapter_kit.Instrumentor.instrument` (``manager``, ``store``, ``config``,
     ``reweight``, ``unit``) with its manager policy: a ``manager`` passed in is used as is and never
-    closed; without one, an owned manager over ``store``. ``reweight`` writes contribution scores
+    closed; without one, an owned manager over ``store``, learning in the scope of ``rag.workspace``
+    (:meth:`LightRAGInstrumentor.instrument`). ``reweight`` writes contribution scores
     back into LightRAG's ranking (default: the manager's ``config.reweight``; off, answers are
     unchanged); ``unit`` is ``"triple"`` (local and global relation order) or ``"chunk"``.
     """

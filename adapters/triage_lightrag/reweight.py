@@ -7,8 +7,9 @@ answers) and returns what LightRAG reads instead, or ``None`` to keep LightRAG's
 - **global mode** keeps ``relationships_vdb.query``'s order: :func:`order_relations` returns the
   hits in P order (S_r = the cosine ``distance``, else 1 − i/n);
 - **local mode** sorts edges by ``(edge_degrees_batch rank, weight)``: :func:`rank_edges` returns
-  distinct integer ranks that follow P, so the weight never decides (S_r = degree / max degree;
-  ties keep the degree order);
+  integer ranks that follow P, then the degree (S_r = degree / max degree); edges equal in both
+  share a rank, so LightRAG's own weight tie-break decides among them as it does without triage
+  (with no feedback yet, P follows S_r and the order is exactly LightRAG's);
 - **chunks** go through ``rerank_model_func``: :func:`rank_chunks` answers its contract
   ``[{index, relevance_score}]`` in P order with ``relevance_score`` = P (S_r = the user's reranker
   score when one is configured, else LightRAG's order).
@@ -45,7 +46,8 @@ def order_relations(results: list[dict[str, Any]], ask: Ask) -> list[dict[str, A
 
 
 def rank_edges(pairs: Sequence[Sequence[str]], degrees: Mapping[Any, int], ask: Ask) -> dict[Any, int] | None:
-    """Local mode: ``edge_degrees_batch``'s answer with ranks that follow P (distinct integers)."""
+    """Local mode: ``edge_degrees_batch``'s answer with ranks that follow (P, degree); equal
+    (P, degree) share a rank, so LightRAG's weight breaks the tie."""
     keys = [tuple(p) for p in pairs]
     ids = [triple_id(str(a), str(b)) for a, b in keys]
     degree = [float(degrees.get(k, 0)) for k in keys]
@@ -54,10 +56,12 @@ def rank_edges(pairs: Sequence[Sequence[str]], degrees: Mapping[Any, int], ask: 
     if priorities is None:
         return None
     by_degree = sorted(range(len(keys)), key=lambda i: (-degree[i], i))
-    order = host_order(priorities, ties=by_degree)
     ranked = dict(degrees)
-    for position, i in enumerate(order):
-        ranked[keys[i]] = len(order) - position
+    rank, previous = 0, None
+    for i in reversed(host_order(priorities, ties=by_degree)):  # worst first
+        if (priorities[i], degree[i]) != previous:
+            rank, previous = rank + 1, (priorities[i], degree[i])
+        ranked[keys[i]] = rank
     return ranked
 
 

@@ -8,7 +8,9 @@ Run it where you ran ``lightrag-server``, with the same arguments and ``.env``::
 
 Every route, the web UI and the configuration are LightRAG's own; this module adds
 
-- ``POST /triage/feedback`` ``{"query_id": ..., "score": 0..1, "source": "human"}`` (200 once durable;
+- ``POST /triage/feedback`` ``{"query_id": ..., "score": 0..1, "source": "human"}`` (200 once durable,
+  or ``"already recorded"`` for a replay, which changes nothing; 403 for ``source`` ``llm``/``gold``
+  without the operator credential; 429 over the per-client rate;
   202 while the answer stream it rates is still open; an id another worker answered is accepted when
   the shared store holds its retrieval; 404 when neither this worker nor the store knows the id;
   422 for a score outside [0, 1] or not finite; ``"learned": false`` in the 200 body for a query
@@ -16,7 +18,12 @@ Every route, the web UI and the configuration are LightRAG's own; this module ad
 - ``GET /triage/summary``: recent query metrics (mean per metric, how many undefined), gate decisions,
   drops, failures;
 - an ``X-Triage-Query-Id`` header on every ``/query*`` response (streaming included), listed in the
-  CORS ``Access-Control-Expose-Headers``.
+  CORS ``Access-Control-Expose-Headers``: an unguessable id (80 random bits,
+  :mod:`triage_lightrag.feedback_guard`).
+
+The learner is the workspace's: scores, parameters and runs live in the scope of LightRAG's
+``WORKSPACE`` (``--workspace``) in the store (:mod:`triage_plugins.store.scoped`), so servers of
+two workspaces sharing one store keep two learners; the default workspace keeps the default scope.
 
 Options (a flag wins over its variable): ``--triage-store``/``TRIAGE_STORE_URL`` (a path or URL; default
 ``TRIAGE_STORE``, else ``triage.sqlite`` in LightRAG's ``--working-dir``), ``--triage-reweight``/
@@ -27,6 +34,11 @@ arguments, it returns ``LightRAG(...)`` keyword overrides (``llm_model_func``, `
 ``tokenizer``, ...), for bringing your own functions, and for offline tests
 (``triage_lightrag.testing:offline_server_functions``); with ``embedding_func`` given, the server's
 provider embedding is never built, so no ``lightrag.llm.*`` provider module is imported.
+Feedback integrity: ``TRIAGE_OPERATOR_KEY`` (no flag: a secret does not belong on a command line)
+admits ``source`` ``llm``/``gold`` from a request carrying it in ``X-Triage-Operator-Key``;
+``--triage-feedback-revisions``/``TRIAGE_FEEDBACK_REVISIONS=1`` accepts more than one feedback per
+query id and source; ``--triage-feedback-rate``/``TRIAGE_FEEDBACK_RATE=N`` allows N feedback requests
+per client address per minute (per serving process).
 
 The variables are read where ``lightrag-server`` reads its own settings, with its precedence: the
 process environment, then the ``.env`` file of the current directory (``lightrag.api`` calls
@@ -40,7 +52,7 @@ factories that capture the instance, then restored. The instance is instrumented
 lifespan, after LightRAG initialized its storages, in the serving process: under
 ``lightrag-gunicorn`` (app preloaded in the master, then forked) each worker instruments its own
 instance with its own manager and worker thread, sharing the store (query ids stay unique: a forked
-worker draws its own id prefix). ``lightrag.api`` parses
+worker draws its own id tag). ``lightrag.api`` parses
 ``sys.argv`` on first use, so :func:`main` removes the ``--triage-*`` flags from it first.
 """
 
@@ -81,8 +93,13 @@ _FLAGS = {
     "--triage-unit": "unit",
     "--triage-gate": "gate",
     "--triage-funcs": "funcs",
+    "--triage-feedback-rate": "feedback_rate",
 }
-_SWITCHES = {"--triage-reweight": "reweight", "--gunicorn": "gunicorn"}
+_SWITCHES = {
+    "--triage-reweight": "reweight",
+    "--triage-feedback-revisions": "revisions",
+    "--gunicorn": "gunicorn",
+}
 _stock: dict[str, Any] = {}  # lightrag.api.lightrag_server's own create_app / get_application
 
 
@@ -92,7 +109,8 @@ ENV_FILE = ".env"
 KNOWN_VARIABLES = (
     "TRIAGE_STORE_URL", "TRIAGE_STORE", "TRIAGE_REWEIGHT", "TRIAGE_UNIT", "TRIAGE_GATE",
     "TRIAGE_LIGHTRAG_FUNCS", "TRIAGE_HOOK_BUDGET", "TRIAGE_DISABLE_PLUGINS", "TRIAGE_SYNC",
-    "TRIAGE_TRACE_PLUGINS", "TRIAGE_STORE_POOL",
+    "TRIAGE_TRACE_PLUGINS", "TRIAGE_STORE_POOL", "TRIAGE_OPERATOR_KEY", "TRIAGE_FEEDBACK_REVISIONS",
+    "TRIAGE_FEEDBACK_RATE", "TRIAGE_HEARTBEAT_SECONDS",
 )  # fmt: skip
 _OPTION_VARIABLES = {
     "store": ("TRIAGE_STORE_URL", "TRIAGE_STORE"),
@@ -100,7 +118,13 @@ _OPTION_VARIABLES = {
     "unit": ("TRIAGE_UNIT",),
     "gate": ("TRIAGE_GATE",),
     "funcs": ("TRIAGE_LIGHTRAG_FUNCS",),
+    "operator_key": ("TRIAGE_OPERATOR_KEY",),
+    "revisions": ("TRIAGE_FEEDBACK_REVISIONS",),
+    "feedback_rate": ("TRIAGE_FEEDBACK_RATE",),
 }
+_BOOLEANS = ("reweight", "revisions")
+#: Variables whose value is never printed (``--help``, the start-up log): a name with one of these words.
+SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD")
 _OPTION_FLAGS = {**{v: k for k, v in _FLAGS.items()}, **{v: k for k, v in _SWITCHES.items()}}
 _DEFAULT_ENV_FILE: Any = object()  # from_env(): ".env" when reading the process environment
 
@@ -177,6 +201,9 @@ class ServerOptions:
     gate: str = "warn"
     funcs: str | None = None
     gunicorn: bool = False
+    operator_key: str | None = dataclasses.field(default=None, repr=False)
+    revisions: bool = False
+    feedback_rate: int | None = None
     origins: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False, repr=False)
     settings: Mapping[str, Setting] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
@@ -195,6 +222,12 @@ class ServerOptions:
             raise ConfigError(
                 f"TRIAGE_LIGHTRAG_FUNCS / --triage-funcs must be 'module:callable', got {self.funcs!r}"
                 + self._from("funcs")
+            )
+        rate = self.feedback_rate
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int) or rate < 1):
+            raise ConfigError(
+                "TRIAGE_FEEDBACK_RATE / --triage-feedback-rate must be a whole number of feedback "
+                f"requests per client per minute (>= 1), got {rate!r}" + self._from("feedback_rate")
             )
 
     def _from(self, option: str) -> str:
@@ -225,14 +258,14 @@ class ServerOptions:
             found = next((settings[n] for n in names if n in settings and settings[n].value), None)
             if found is not None:
                 values[option], origins[option] = found.value, found.where()
-        raw = str(values.get("reweight", "")).strip().lower()
-        if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
-            raise ConfigError(f"TRIAGE_REWEIGHT must be 1 or 0, got {raw!r} ({origins['reweight']})")
-        if "reweight" in values:
-            values["reweight"] = raw in ("1", "true", "yes", "on")
+        for option in _BOOLEANS:
+            if option in values:
+                values[option] = _boolean(values[option], _OPTION_VARIABLES[option][0], origins[option])
         for option, value in given.items():
             if value is not None:
                 values[option], origins[option] = value, _OPTION_FLAGS.get(option, "argument")
+        if "feedback_rate" in values:
+            values["feedback_rate"] = _whole(values["feedback_rate"], origins["feedback_rate"])
         for option in _OPTION_VARIABLES:
             origins.setdefault(option, "default")
         return cls(**values, origins=origins, settings=settings)
@@ -246,6 +279,9 @@ class ServerOptions:
             "unit": self.unit,
             "gate": self.gate,
             "funcs": self.funcs or "none",
+            "operator_key": "set" if self.operator_key else "not set (feedback as llm or gold is refused)",
+            "revisions": "on" if self.revisions else "off (one feedback per query id and source)",
+            "feedback_rate": f"{self.feedback_rate} per client per minute" if self.feedback_rate else "off",
         }
         lines = [
             f"{option} = {value}  ({self.origins.get(option, 'default')})" for option, value in shown.items()
@@ -255,17 +291,25 @@ class ServerOptions:
             if name in shown_variables:
                 continue
             option = next((o for o, names in _OPTION_VARIABLES.items() if name in names), None)
+            meant = name
             if option is not None:
                 note = f"; not used: {self.origins.get(option, 'default')} wins"
             elif name not in KNOWN_VARIABLES:
                 close = difflib.get_close_matches(name, KNOWN_VARIABLES, n=1, cutoff=0.85)
                 if not close:
                     continue  # another tool's variable (TRIAGE_DATA_DIR, a test's): not ours to judge
-                note = f"; not a variable triage-plugins reads: {close[0]}?"
+                meant, note = close[0], f"; not a variable triage-plugins reads: {close[0]}?"
             else:
                 note = ""
-            lines.append(f"{name} = {setting.value}  ({setting.where()}{note})")
+            secret = any(w in v for w in SECRET_WORDS for v in (name, meant))  # a misspelt key is a key
+            lines.append(f"{name} = {'<hidden>' if secret else setting.value}  ({setting.where()}{note})")
         return lines
+
+    def policy(self) -> Any:
+        """The :class:`~triage_lightrag.feedback_guard.FeedbackPolicy` of ``POST /triage/feedback``."""
+        from triage_lightrag.feedback_guard import FeedbackPolicy
+
+        return FeedbackPolicy(self.operator_key or None, self.revisions, self.feedback_rate)
 
     def config(self) -> Any:
         """The owned manager's :class:`~triage_plugins.contract.config.TriageConfig`."""
@@ -273,6 +317,24 @@ class ServerOptions:
 
         options = {} if self.gate == "off" else {"gate.mode": self.gate}
         return TriageConfig(reweight=self.reweight, unit=self.unit, gate=self.gate != "off", options=options)  # type: ignore[arg-type]
+
+
+def _boolean(value: Any, variable: str, origin: str) -> bool:
+    raw = str(value).strip().lower()
+    if raw not in ("", "0", "1", "true", "false", "yes", "no", "on", "off"):
+        raise ConfigError(f"{variable} must be 1 or 0, got {raw!r} ({origin})")
+    return raw in ("1", "true", "yes", "on")
+
+
+def _whole(value: Any, origin: str) -> Any:
+    """``value`` as an int when it spells one (``ServerOptions`` says what is wrong otherwise)."""
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ConfigError(
+            "TRIAGE_FEEDBACK_RATE / --triage-feedback-rate must be a whole number of feedback requests "
+            f"per client per minute, got {value!r} ({origin})"
+        ) from None
 
 
 def split_argv(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
@@ -338,6 +400,9 @@ def create_app(args: Any, options: ServerOptions | None = None) -> Any:
     state = TriageServerState(captured[0], options, args)
     app.state.triage = state
     _wrap_lifespan(app, state)
+    from triage_lightrag.heartbeat import InFlightMiddleware
+
+    app.add_middleware(InFlightMiddleware, lease=state.lease)  # inside QueryIdMiddleware: sees the id
     app.add_middleware(QueryIdMiddleware)
     _expose_query_id_header(app)
     from triage_lightrag.server_routes import triage_router
@@ -379,6 +444,10 @@ def _capturing(server: Any, overrides: Mapping[str, Any], captured: list[Any]) -
                 name: dataclasses.replace(cfg, func=None)
                 for name, cfg in (kwargs.get("role_llm_configs") or {}).items()
             }
+        elif "role_llm_configs" not in overrides:  # the stock binding: TCS from its log-probabilities
+            from triage_lightrag.logprobs import request_openai_logprobs
+
+            kwargs["role_llm_configs"] = request_openai_logprobs(kwargs.get("role_llm_configs"))
         rag = real(*a, **kwargs)
         captured.append(rag)
         return rag
@@ -469,6 +538,9 @@ class TriageServerState:
         self.args = args
         self.inst: Any = None
         self.pid: int | None = None
+        from triage_lightrag.heartbeat import Lease
+
+        self.lease = Lease()  # this process's lease on its run (killed workers are counted)
 
     @property
     def store_target(self) -> str:
@@ -486,17 +558,23 @@ class TriageServerState:
             "lightrag-server",
             {
                 "pid": os.getpid(),
+                "workspace": str(getattr(self.rag, "workspace", "") or ""),
                 "reweight": self.options.reweight,
                 "unit": self.options.unit,
                 "gate": self.options.gate,
             },
         )
         self.inst, self.pid = inst, os.getpid()
-        log.info("triage: instrumented LightRAG in process %d (store %s)", self.pid, self.store_target)
+        self.lease.start(inst.manager.store, inst.manager.run_id, lambda: inst.manager.pending)
+        log.info(
+            "triage: instrumented LightRAG in process %d (store %s, learner scope %s)",
+            self.pid, self.store_target, inst.namespace or "default",
+        )  # fmt: skip
         for line in self.options.describe(self.store_target):
             log.info("triage: %s", line)
 
     def stop(self) -> None:
+        self.lease.stop()
         inst, self.inst = self.inst, None
         if inst is not None:
             inst.uninstrument()  # closes the owned manager: delivers what is queued, stops its thread
@@ -515,9 +593,10 @@ class QueryIdMiddleware:
         if scope.get("type") != "http" or not _is_query_path(scope):
             await self.app(scope, receive, send)
             return
-        from triage_plugins.adapter_kit.query_ids import new_query_id, using_query_id
+        from triage_lightrag.feedback_guard import issue_query_id
+        from triage_plugins.adapter_kit.query_ids import using_query_id
 
-        qid = new_query_id("lightrag")
+        qid = issue_query_id("lightrag")
         header = (b"x-triage-query-id", qid.encode("ascii"))
 
         async def send_with_id(message: dict[str, Any]) -> None:
@@ -563,8 +642,18 @@ lightrag-server argument listed after this text works as there; these are added
   --triage-funcs MODULE:CALLABLE
         a function returning your own LLM, embedding and tokenizer for LightRAG
         (TRIAGE_LIGHTRAG_FUNCS)
+  --triage-feedback-revisions
+        accept a new rating of a query already rated from the same source
+        (TRIAGE_FEEDBACK_REVISIONS=1); by default a replay changes nothing
+  --triage-feedback-rate N
+        at most N feedback requests per client per minute, per process
+        (TRIAGE_FEEDBACK_RATE; default unlimited)
   --gunicorn
         serve with lightrag-gunicorn (each worker instruments its own instance)
+
+TRIAGE_OPERATOR_KEY (a variable only): the credential that admits feedback
+with source "llm" or "gold", sent in the X-Triage-Operator-Key header; unset,
+only a user's own ("human") feedback is accepted.
 
 Each variable is read like lightrag-server's own settings: from the environment,
 else from the .env file of the current directory (the environment wins), else
@@ -573,7 +662,8 @@ below ("Settings here"), and again in the server's start-up log.
 
 Added routes: POST /triage/feedback {"query_id": ..., "score": 0..1} rates an
 answer; GET /triage/summary gives recent metrics. Every /query* response carries
-an X-Triage-Query-Id header naming the query to rate.
+an X-Triage-Query-Id header naming the query to rate. Learning is per
+workspace (WORKSPACE / --workspace).
 
 Examples:
 

@@ -36,6 +36,7 @@ __all__ = [
     "ScriptedLightRAGLLM",
     "build_rag",
     "hashing_embedding",
+    "offline_embedding_functions",
     "offline_server_functions",
     "offline_tokenizer",
 ]
@@ -215,6 +216,19 @@ def offline_server_functions(args: Any = None) -> dict[str, Any]:
     tokenizer, and no answer cache (it ignores context)."""
     return {
         "llm_model_func": capture_logprobs(ScriptedLightRAGLLM()),
+        "embedding_func": hashing_embedding(),
+        "tokenizer": offline_tokenizer(),
+        "enable_llm_cache": False,
+        "entity_extract_max_gleaning": 0,
+        "cosine_better_than_threshold": 0.0,
+    }
+
+
+def offline_embedding_functions(args: Any = None) -> dict[str, Any]:
+    """Like :func:`offline_server_functions` but without an ``llm_model_func``: the server's own
+    LLM binding (``--llm-binding openai`` pointed at a local OpenAI-compatible server, say) writes
+    the extractions and answers; only the embedder and tokenizer are offline."""
+    return {
         "embedding_func": hashing_embedding(),
         "tokenizer": offline_tokenizer(),
         "enable_llm_cache": False,

@@ -178,7 +178,11 @@ def _drive(
     r = request(
         "POST", f"{base}/triage/feedback", deadline, json={"query_id": "lightrag-0123456789-1", "score": 1.0}
     )
-    assert r.status_code == 404 and "unknown or expired" in r.json()["detail"]
+    assert r.status_code == 404 and "not an id this server issued" in r.json()["detail"]
+    # replays, whichever worker takes them: one feedback per query id and source, in the shared store
+    for qid in ids:
+        r = request("POST", f"{base}/triage/feedback", deadline, json={"query_id": qid, "score": 0.0})
+        assert r.status_code == 200 and r.json()["status"] == "already recorded", r.text
     return ids, query_from
 
 

@@ -108,7 +108,7 @@ def test_upload_query_every_mode_feedback_and_rows_in_the_store(served):
     r = client.post("/triage/feedback", json={"query_id": ids[2], "score": 1.0})
     assert r.status_code == 200 and r.json()["status"] == "recorded"
     r = client.post("/triage/feedback", json={"query_id": "lightrag-never-seen", "score": 1.0})
-    assert r.status_code == 404 and "unknown or expired" in r.json()["detail"]
+    assert r.status_code == 404 and "not an id this server issued" in r.json()["detail"]
     assert client.post("/triage/feedback", json={"query_id": ids[0], "score": 2}).status_code == 422
     app.state.triage.inst.flush(10)
     with open_store(store_path, readonly=True) as store:
@@ -125,6 +125,7 @@ def test_upload_query_every_mode_feedback_and_rows_in_the_store(served):
         assert feedback.query_id == ids[2] and feedback.score == 1.0
     summary = client.get("/triage/summary").json()
     assert summary["gate"] == "warn" and summary["metrics"]["QGR"]["n"] >= len(MODES)
+    assert summary["store_write_failures"] == {}  # a healthy store: no write failed
 
 
 def test_streamed_answer_carries_the_id_and_feedback_is_recorded(served):
@@ -177,11 +178,16 @@ def test_feedback_for_a_query_another_worker_answered(served, tmp_path, monkeypa
     qid = r.headers["x-triage-query-id"]
     data_qid = client.post("/query/data", json={"query": "Who directed Barbie?"}).headers["x-triage-query-id"]
     app.state.triage.inst.flush(10)  # the answering worker has delivered its events
-    peer_app = create_app(lightrag_args(tmp_path, "peer"), ServerOptions(store=str(store_path), funcs=FUNCS))
+    options = ServerOptions(store=str(store_path), funcs=FUNCS, operator_key="operator-secret")
+    peer_app = create_app(lightrag_args(tmp_path, "peer"), options)
     with TestClient(peer_app) as peer:
         peer_inst = peer_app.state.triage.inst
         assert not peer_inst.knows_query(qid)
-        r = peer.post("/triage/feedback", json={"query_id": qid, "score": 1.0, "source": "gold"})
+        r = peer.post(
+            "/triage/feedback",
+            json={"query_id": qid, "score": 1.0, "source": "gold"},
+            headers={"X-Triage-Operator-Key": "operator-secret"},
+        )
         assert r.status_code == 200, r.text
         assert (r.json()["status"], r.json()["query_from"]) == ("recorded", "store")
         learner = peer_inst.manager.get_plugin("triage.feedback")
@@ -197,7 +203,8 @@ def test_feedback_for_a_query_another_worker_answered(served, tmp_path, monkeypa
 
         monkeypatch.setattr(server_routes, "PEER_WAIT_SECONDS", 0.3)
         started = time.monotonic()
-        r = peer.post("/triage/feedback", json={"query_id": "lightrag-0123456789-7", "score": 1.0})
+        forged = "lightrag-0123456789-abcdefghijklmnop"  # another process's shape, never issued
+        r = peer.post("/triage/feedback", json={"query_id": forged, "score": 1.0})
         assert r.status_code == 404 and "store holds no lightrag retrieval" in r.json()["detail"]
         assert time.monotonic() - started >= 0.3  # another process's id: waited for its events first
     r = client.post("/triage/feedback", json={"query_id": qid, "score": 0.5})
@@ -306,6 +313,9 @@ def test_options_from_a_dotenv_file_with_lightrags_precedence(tmp_path, monkeypa
         "unit": "TRIAGE_UNIT from the environment",
         "gate": "--triage-gate",
         "funcs": f"TRIAGE_LIGHTRAG_FUNCS from {env_file}",
+        "operator_key": "default",
+        "revisions": "default",
+        "feedback_rate": "default",
     }
     assert options.funcs == FUNCS
     lines = options.describe()

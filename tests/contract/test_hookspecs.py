@@ -24,7 +24,9 @@ HOOKS = sorted(n for n, f in vars(hookspecs).items() if n.startswith("triage_") 
 REGISTRATION_HOOKS = ["triage_register_metrics", "triage_register_runners"]
 #: Synchronous reads and writes of learned scores; exercised in tests/test_manager.py.
 LEARNED_STATE_HOOKS = ["triage_learned_scores", "triage_seed_scores"]
-EVENT_HOOKS = sorted(set(HOOKS) - set(REGISTRATION_HOOKS) - set(LEARNED_STATE_HOOKS))
+#: Broadcast by the scorers (the usage and implementation plugins); exercised below with the defaults.
+SCORED_HOOKS = ["triage_graph_scored", "triage_query_scored"]
+EVENT_HOOKS = sorted(set(HOOKS) - set(REGISTRATION_HOOKS) - set(LEARNED_STATE_HOOKS) - set(SCORED_HOOKS))
 
 
 class Recorder:
@@ -81,6 +83,7 @@ def test_hook_table_matches_design():
     )
     assert set(REGISTRATION_HOOKS) <= set(HOOKS)
     assert set(LEARNED_STATE_HOOKS) <= set(HOOKS)
+    assert set(SCORED_HOOKS) <= set(HOOKS)
 
 
 def test_every_hook_is_documented():
@@ -115,4 +118,34 @@ def test_every_hook_is_called_through_the_manager():
     assert called == EVENT_HOOKS
     assert decision.action == "warn"
     assert prio == [0.0, 1.0]
+    manager.close()
+
+
+class Scored:
+    """Implements the scoring hooks and keeps the records."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, object]] = []
+
+    @hookimpl
+    def triage_query_scored(self, record):
+        self.records.append(("triage_query_scored", record))
+
+    @hookimpl
+    def triage_graph_scored(self, record):
+        self.records.append(("triage_graph_scored", record))
+
+
+def test_the_scoring_hooks_are_broadcast_by_the_default_scorers():
+    manager = TriageManager(synchronous=True, entry_points=False)
+    seen = Scored()
+    manager.register(seen)
+    t = Triple.of("A", "r", "B")
+    retrieval = RetrievalEvent("test", "q1", "A?", mentions=("A",), grounding={"A": "A"})
+    manager.emit_graph(GraphEvent("test", GraphView([t])))
+    manager.emit_retrieval(retrieval)
+    manager.emit_generation(GenerationEvent("test", "q1", "B"))
+    assert sorted({name for name, _ in seen.records}) == SCORED_HOOKS
+    phases = [r.phase for name, r in seen.records if name == "triage_query_scored"]
+    assert phases == ["retrieval", "generation"]
     manager.close()

@@ -228,9 +228,13 @@ def test_a_closing_manager_records_drops_and_undelivered_events_in_its_run(tmp_p
     with open_store(path, readonly=True) as store:
         (row,) = store.runs("serve")
     assert row.id == run
-    assert row.dropped == manager.dropped > 0
-    assert row.undelivered == left > 0
-    assert row.dropped + row.undelivered == 10  # nothing got through before close timed out
+    # The store's lane (the defaults) delivered all it kept: the run does not claim that events the
+    # stuck third-party plugin missed never reached the store; they are counted under "plugins".
+    plugins = dict(row.faults.get("plugins", {}))
+    assert row.undelivered == 0
+    assert plugins.get("undelivered", 0) == left > 0
+    assert row.dropped + plugins.get("dropped", 0) == manager.dropped > 0
+    assert manager.dropped + left == 10  # nothing got through before close timed out
 
 
 def test_the_worker_gives_way_while_a_host_query_is_in_flight():

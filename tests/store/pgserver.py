@@ -25,10 +25,13 @@ ENV = "TRIAGE_TEST_POSTGRES_URL"
 
 @dataclass
 class Cluster:
-    """A running server: its admin URL and, when we started it, how to stop it."""
+    """A running server: its admin URL and, when we started it, how to stop it, and to stop and start
+    it again keeping its data (``pause`` / ``resume``: a real outage)."""
 
     url: str
     stop: object = None
+    pause: object = None
+    resume: object = None
 
 
 def binaries() -> Path | None:
@@ -61,8 +64,10 @@ def _as_user() -> tuple[list[str], str | None]:
     raise RuntimeError("running as root with neither a postgres nor a nobody user: initdb refuses root")
 
 
-def start_cluster() -> Cluster:
-    """Start a throw-away cluster (trust authentication, 127.0.0.1 only) and return it."""
+def start_cluster(*, fsync: bool = False) -> Cluster:
+    """Start a throw-away cluster (trust authentication, 127.0.0.1 only) and return it.
+
+    ``fsync=False`` (the tests) skips flushing to disk; benchmarks of durable commits pass ``True``."""
     bin_dir = binaries()
     if bin_dir is None:
         raise FileNotFoundError("no PostgreSQL binaries (initdb, pg_ctl)")
@@ -79,7 +84,7 @@ def start_cluster() -> Cluster:
         **run,
     )  # fmt: skip
     port = _free_port()
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections=200"
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync={'on' if fsync else 'off'} -c max_connections=200"
     subprocess.run(
         [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"],
         **run,
@@ -90,7 +95,16 @@ def start_cluster() -> Cluster:
                        capture_output=True, timeout=60)  # fmt: skip
         shutil.rmtree(root, ignore_errors=True)
 
-    return Cluster(f"postgresql://triage@127.0.0.1:{port}/postgres", stop)
+    def pause() -> None:
+        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], **run)
+
+    def resume() -> None:
+        subprocess.run(
+            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"],
+            **run,
+        )  # fmt: skip
+
+    return Cluster(f"postgresql://triage@127.0.0.1:{port}/postgres", stop, pause, resume)
 
 
 def server() -> Cluster:

@@ -36,7 +36,7 @@ def test_a_newer_schema_asks_to_upgrade(postgres_url):
 
 
 def test_readonly_reads_and_refuses_writes_and_missing_stores(postgres_url):
-    with pytest.raises(StoreError, match="open it writable once"):
+    with pytest.raises(StoreError, match="triage store migrate"):
         open_store(postgres_url, readonly=True)  # an empty database is not migrated read-only
     with open_store(postgres_url) as store:
         store.add_score("triple", "t1", 1.0)

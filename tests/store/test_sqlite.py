@@ -104,7 +104,7 @@ def test_open_by_path_url_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert nested.is_file()
         assert s.path == nested
         assert s.url == f"sqlite:///{nested.resolve()}"
-        assert s.schema_version == SCHEMA_VERSION == 6
+        assert s.schema_version == SCHEMA_VERSION == 8
         s.set_param("x", 1)
     # sqlite:////absolute (SQLAlchemy convention) reopens the same file
     with Store.open(f"sqlite:///{nested}") as s:

@@ -68,6 +68,8 @@ from triage_plugins.contract.events import (
     GraphEvent,
     RetrievalEvent,
 )
+from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.records import GraphRecord
 from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
@@ -485,16 +487,26 @@ def _interval_dict(iv: Interval) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Difference:
     """A paired difference of one per-question rate between two rows (``a`` − ``b``) over the
-    questions both answered, with its clustered BCa interval; significant when it excludes 0."""
+    questions both answered, with its clustered BCa interval; significant when it excludes 0.
+    ``p_value`` is the bootstrap's two-sided p; ``p_holm`` the same Holm-adjusted over every
+    difference of ``metric`` in the comparison (:mod:`triage_plugins.diagnosis.multiple`)."""
 
     a: str
     b: str
     metric: str
     interval: Interval
+    p_value: float | None = None
+    p_holm: float | None = None
 
     @property
     def significant(self) -> bool:
+        """The interval excludes 0 (one test alone, not corrected for the others)."""
         return self.interval.low > 0.0 or self.interval.high < 0.0
+
+    @property
+    def significant_holm(self) -> bool:
+        """Significant at 1 − confidence after Holm's correction over the metric's family."""
+        return self.p_holm is not None and self.p_holm < 1 - self.interval.confidence
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -502,8 +514,23 @@ class Difference:
             "b": self.b,
             "metric": self.metric,
             "significant": self.significant,
+            "p_value": self.p_value,
+            "p_holm": self.p_holm,
+            "significant_holm": self.significant_holm,
             **_interval_dict(self.interval),
         }
+
+
+def _with_holm(differences: list[Difference]) -> list[Difference]:
+    """``differences`` with ``p_holm`` filled: Holm over the differences of each metric."""
+    from triage_plugins.diagnosis.multiple import holm_adjust
+
+    out = list(differences)
+    for metric in {d.metric for d in differences}:
+        family = [i for i, d in enumerate(out) if d.metric == metric and d.p_value is not None]
+        for i, p in zip(family, holm_adjust([out[i].p_value or 0.0 for i in family]), strict=True):
+            out[i] = replace(out[i], p_holm=p)
+    return out
 
 
 @dataclass
@@ -663,6 +690,7 @@ def aggregate_events(
     ontology: Ontology | None = None,
     thresholds: Mapping[str, float] | None = None,
     gold: Mapping[str, Gold] | None = None,
+    graph_record: GraphRecord | None = None,
 ) -> CompareRow:
     """One compare row from recorded events: only events whose ``framework`` is ``framework``, and only
     retrievals whose ``retriever`` is ``retriever`` (when given) with the generations of their query ids.
@@ -672,6 +700,8 @@ def aggregate_events(
 
     :param gold: question id -> gold annotations, attached to retrievals that carry none (a host
         framework does not know the benchmark's gold; the question id is read from :func:`query_id`).
+    :param graph_record: the framework's graph as its manager scored it last (what the store's report
+        shows); its metrics replace the phases scored here from the first graph event.
     """
     from triage_plugins.apps.score import score_events
 
@@ -693,6 +723,8 @@ def aggregate_events(
         thresholds=thresholds,
     )
     _fill_metrics(row, base, round0)
+    if graph_record is not None:
+        _use_graph_record(row, graph_record, base)
     row.latency = _latency(round0)
     for rnd in sorted(by_round):
         report = base if rnd == 0 else score_events(by_round[rnd], thresholds=thresholds)
@@ -759,6 +791,15 @@ def _fill_metrics(row: CompareRow, base: ScoreReport, round0: Sequence[Event]) -
     row.per_question = _per_question(queries)
 
 
+def _use_graph_record(row: CompareRow, record: GraphRecord, base: ScoreReport) -> None:
+    """The row's Implementation and Validation metrics from its manager's graph record."""
+    columns = base.registry.columns
+    row.implementation = {k: record.metrics[k] for k in columns("implementation") if k in record.metrics}
+    row.validation = {k: record.metrics[k] for k in columns("validation") if k in record.metrics}
+    scored = ("validation: ", "implementation: ") if row.implementation else ("validation: ",)
+    row.notes = [n for n in row.notes if not n.startswith(scored)]
+
+
 def _per_question(queries: Sequence[Any]) -> dict[str, dict[str, float]]:
     """Per-question values of the rates that get intervals: Hits@1 and each chain signature's share
     (a 0/1 indicator per diagnosed question), keyed ``"Hits@1"`` and ``"chain:<signature>"``."""
@@ -779,13 +820,14 @@ def _per_question(queries: Sequence[Any]) -> dict[str, dict[str, float]]:
 def add_intervals(result: CompareResult, questions: Sequence[Question], *, n_resamples: int = 2000) -> None:
     """Fill each row's 95 % intervals (clustered BCa over questions sharing gold entities,
     :mod:`triage_plugins.diagnosis.intervals`) and the paired Hits@1 and ``supported`` differences
-    between every two rows; deterministic for ``result.seed``."""
+    between every two rows, with p-values Holm-adjusted per metric; deterministic for ``result.seed``."""
     from triage_plugins.diagnosis.intervals import (
         metric_seed,
         paired_difference,
         question_clusters,
         rate_interval,
     )
+    from triage_plugins.diagnosis.multiple import bca_p_value
 
     clusters = question_clusters({q.id: (q.gold.entities if q.gold is not None else ()) for q in questions})
     rows = [r for r in result.rows if r.status == "ok"]
@@ -811,7 +853,15 @@ def add_intervals(result: CompareResult, questions: Sequence[Question], *, n_res
                         n_resamples=n_resamples,
                     )
                     if iv is not None:
-                        result.differences.append(Difference(a.label, b.label, metric, iv))
+                        p = bca_p_value(
+                            a.per_question[metric],
+                            b.per_question[metric],
+                            clusters,
+                            seed=metric_seed(result.seed, metric),
+                            n_resamples=n_resamples,
+                        )
+                        result.differences.append(Difference(a.label, b.label, metric, iv, p))
+    result.differences = _with_holm(result.differences)
 
 
 def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
@@ -831,42 +881,6 @@ def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
 
 
 # --------------------------------------------------------------------------- running
-
-
-class ScopedScores:
-    """A store view whose contribution scores and parameters live under a namespace.
-
-    Everything else (events, metrics, runs) goes to the shared store unchanged, so one compare store
-    holds every row's trace while each framework × mode learns its own EvoRAG scores.
-    """
-
-    def __init__(self, store: Store, namespace: str) -> None:
-        self._store = store
-        self.namespace = namespace
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def _unit(self, unit: str) -> str:
-        return f"{self.namespace}:{unit}"
-
-    def add_score(self, unit: str, id: str, delta: float, *, init: float = 100.0) -> float:
-        return self._store.add_score(self._unit(unit), id, delta, init=init)
-
-    def add_scores(self, unit: str, deltas: Mapping[str, float], init: float = 100.0) -> dict[str, float]:
-        return self._store.add_scores(self._unit(unit), deltas, init=init)
-
-    def set_score(self, unit: str, id: str, raw: float) -> None:
-        self._store.set_score(self._unit(unit), id, raw)
-
-    def get_scores(self, unit: str, ids: Iterable[str] | None = None) -> dict[str, Any]:
-        return self._store.get_scores(self._unit(unit), ids)
-
-    def get_param(self, name: str, default: Any = None) -> Any:
-        return self._store.get_param(f"{self.namespace}:{name}", default)
-
-    def set_param(self, name: str, value: Any) -> None:
-        self._store.set_param(f"{self.namespace}:{name}", value)
 
 
 SCORE_UNITS_PARAM = "compare.score_units"
@@ -899,6 +913,7 @@ def run_compare(
     thresholds: Mapping[str, float] | None = None,
     progress: Progress = no_progress,
     plugins: Iterable[object] | None = None,
+    split: bool = True,
 ) -> CompareResult:
     """Run ``corpus`` through each requested framework in each requested mode; one row per pair.
 
@@ -910,6 +925,9 @@ def run_compare(
     :param questions: default: the corpus's own questions.
     :param store: where events, metric rows and (namespaced) scores are recorded; default in memory.
     :param plugins: collect runners from these plugin objects instead of the ``triage`` entry points.
+    :param split: with feedback rounds, rate half the questions (:func:`split_rated`); ``False`` keeps
+        each question's own :attr:`Question.rated` (``evolve-bench --framework``: generated training
+        questions rated, the benchmark's test questions held out).
     """
     from triage_plugins.store import is_store, open_store
 
@@ -918,11 +936,12 @@ def run_compare(
     asked = tuple(questions if questions is not None else corpus.questions)
     feedback_rounds, notes = _input_notes(asked, feedback_rounds)
     if feedback_rounds:
-        asked = split_rated(asked, seed)
+        asked = split_rated(asked, seed) if split else asked
         n_out = sum(not q.rated for q in asked)
         notes.append(
             f"feedback rounds rate {len(asked) - n_out} of {len(asked)} questions; accuracy per round is "
-            f"held-out Hits@1 over the {n_out} never rated (split by question id, seed {seed})"
+            f"held-out Hits@1 over the {n_out} never rated "
+            + (f"(split by question id, seed {seed})" if split else "(the caller's split)")
         )
     registry = runner_registry(plugins)
     selected = registry.select(frameworks)
@@ -1071,12 +1090,25 @@ def _score_moves(store: Store, namespace: str, top: int = 6) -> list[tuple[str, 
     return up + down[::-1]
 
 
+class _RowCollector(EventRecorder):
+    """A row's events, and the latest graph record per framework (what the store's report shows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.graphs: dict[str, GraphRecord] = {}
+
+    @hookimpl
+    def triage_graph_scored(self, record: GraphRecord) -> None:
+        self.graphs[record.framework] = record
+
+
 def _row_manager(
     runner: FrameworkRunner, mode: str, plan: _Plan
-) -> tuple[TriageManager, EventRecorder, str, str]:
+) -> tuple[TriageManager, _RowCollector, str, str]:
     """A fresh synchronous manager for one row, its event collector, store run id and score namespace."""
     from triage_plugins.contract.config import DEFAULT_THRESHOLDS, TriageConfig
     from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins.store.scoped import ScopedStore
 
     run_id = plan.store.start_run(
         "compare",
@@ -1088,10 +1120,15 @@ def _row_manager(
         thresholds={**DEFAULT_THRESHOLDS, **(plan.thresholds or {})}, reweight=plan.feedback_rounds > 0
     )
     manager = TriageManager(
-        ScopedScores(plan.store, namespace), config=config, entry_points=False, synchronous=True
+        ScopedStore(plan.store, namespace), config=config, entry_points=False, synchronous=True
     )
     manager.run_id = run_id
-    collector = EventRecorder()
+    # What the benchmark knows travels into every runner's events, so the store's report shows the same
+    # gold answers (wrong answers, silent failures) and schema metrics as this table.
+    gold = {q.id: q.gold for q in plan.questions if q.gold is not None}
+    manager.gold_of = lambda qid: gold.get(parse_query_id(qid)[0])
+    manager.ontology = plan.corpus.ontology
+    collector = _RowCollector()
     manager.register(collector, name="triage.compare.collector")
     plan.units.extend(f"{namespace}:{u}" for u in ("triple", "chunk"))
     return manager, collector, run_id, namespace
@@ -1131,6 +1168,7 @@ def _run_one(runner: FrameworkRunner, mode: str, plan: _Plan) -> CompareRow:
                 ontology=plan.corpus.ontology,
                 thresholds=manager.config.thresholds,
                 gold={q.id: q.gold for q in plan.questions if q.gold is not None},
+                graph_record=collector.graphs.get(framework),
             )
         except Exception as exc:  # noqa: BLE001
             log.warning("compare: scoring %s/%s failed: %s", runner.name, mode, exc, exc_info=exc)
@@ -1138,8 +1176,7 @@ def _run_one(runner: FrameworkRunner, mode: str, plan: _Plan) -> CompareRow:
                 runner.name, mode, "failed", f"scoring failed: {type(exc).__name__}: {exc}", seconds
             )
     finally:
-        manager.close()
-        plan.store.end_run(run_id)
+        manager.close()  # ends the run once, with its dropped/undelivered counts and write failures
     return _finish_row(row, runner, manager, plan, namespace, seconds, framework, retriever)
 
 

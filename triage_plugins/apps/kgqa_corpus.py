@@ -35,7 +35,7 @@ from triage_plugins.contract.events import Chunk, Gold, Triple
 from triage_plugins.datasets import load_kb, load_questions
 from triage_plugins.offline.templates import NAME, render_kb_fact
 
-__all__ = ["KGQA_CORPORA", "data_dir", "display_name", "pathquestion_corpus"]
+__all__ = ["KGQA_CORPORA", "data_dir", "display_name", "named_question", "pathquestion_corpus"]
 
 #: ``--corpus`` name -> (PathQuestion question file, its KB file)
 KGQA_CORPORA: dict[str, tuple[str, str]] = {
@@ -94,7 +94,7 @@ def pathquestion_corpus(
     subjects = sorted(needed) + sorted(others[: max(0, n_documents - len(needed))])
     chunks = tuple(_document(subject, by_subject[subject]) for subject in subjects)
     questions = tuple(
-        _question(item.id, item.text, item.topic_entities, item.answers, item.gold_paths) for item in items
+        named_question(item.id, item.text, item.topic_entities, item.answers, item.gold_paths) for item in items
     )
     from triage_plugins.offline.extractor import extract_chunk
 
@@ -107,13 +107,15 @@ def _document(subject: str, facts: Sequence[Triple]) -> Chunk:
     return Chunk(f"{subject}#p0", subject, text, {"paragraph": 0, "section": name})
 
 
-def _question(
+def named_question(
     qid: str,
     text: str,
     topics: Sequence[str],
     answers: Iterable[str],
     paths: Sequence[Sequence[Triple]],
 ) -> Question:
+    """A PathQuestion item as the corpus names it: KB ids in ``text``, answers, paths and entities
+    replaced by their display names (:func:`display_name`)."""
     for topic in topics:
         text = re.sub(rf"(?<![\w-]){re.escape(topic)}(?![\w-])", display_name(topic) or topic, text)
     text = text.replace(" 's", "'s").replace(" ?", "?").strip()

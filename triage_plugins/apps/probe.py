@@ -40,15 +40,6 @@ PROBE_RETRIEVERS: tuple[str, ...] = (
     "path",
 )
 
-#: TRIAGE Table 5 (PQ-3H, five retrievers pooled, 480 observations), for side-by-side reporting.
-PAPER_TABLE5: dict[str, dict[str, float]] = {
-    "ERC < 0.5": {"CC": 44.3, "Hits@1": 77.1},
-    "0.5 <= ERC < 1": {"CC": 45.5},
-    "ERC = 1": {"CC": 98.4, "Hits@1": 91.4},
-    "RRS = 0": {"CC": 54.8},
-    "RRS > 0": {"CC": 93.2},
-}
-PAPER_THETA_ERC = 0.67
 
 
 @dataclass(frozen=True)

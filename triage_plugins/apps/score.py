@@ -6,9 +6,10 @@
   event — through :func:`triage_plugins.metrics.extraction.implementation_metrics` and
   :func:`triage_plugins.metrics.validation.validation_metrics`; a phase without its events (or whose
   module is unavailable) is reported as skipped, with the reason.
-* **Usage** (§4.3) per query: each retrieval event joined with its generation events by
-  ``(framework, query_id)`` (``context="retrieved"`` is the answer, ``context="none"`` the closed-book
-  run for KNI), then the chain signature (§4.5). Missing mentions and groundings are derived with the
+* **Usage** (§4.3) per query: a replay (:class:`Replay`) of each retrieval event and its generation
+  events (joined by ``(framework, query_id)``; ``context="retrieved"`` is the answer,
+  ``context="none"`` the closed-book run for KNI) through a synchronous manager, whose one scorer
+  (the live ``triage.usage`` plugin) gives the query's metrics and chain signature (§4.5). Missing mentions and groundings are derived with the
   default :class:`~triage_plugins.kg.grounding.Grounder` over the graph of the last graph event; without a
   graph event they stay N/A ("mentions unavailable") and the signature is undetermined.
 * **Aggregates**: the mean of each per-query metric over the queries where it is defined, the RHD
@@ -36,6 +37,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from triage_plugins.contract.config import DEFAULT_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError, EventError, TriageError
 from triage_plugins.contract.events import (
     Event,
@@ -45,6 +47,8 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
     from_json,
 )
+from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.records import QueryRecord
 from triage_plugins.diagnosis.calibration import (
     Interval,
     Youden,
@@ -52,7 +56,7 @@ from triage_plugins.diagnosis.calibration import (
     clustered_bca_interval,
     youden_threshold,
 )
-from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES, Diagnosis, diagnose
+from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES, Diagnosis
 from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
 from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.metrics.usage import (
@@ -61,7 +65,6 @@ from triage_plugins.metrics.usage import (
     hard_gold_answers,
     hard_hits_rate,
     rhd_distribution,
-    usage_metrics,
 )
 
 if TYPE_CHECKING:
@@ -89,7 +92,7 @@ log = logging.getLogger("triage.scoring")
 CHAIN_COLUMNS: tuple[str, ...] = tuple(spec.symbol for spec in BUILTIN_METRICS.chain)
 
 
-def _result_dict(result: MetricResult) -> dict[str, Any]:
+def result_dict(result: MetricResult) -> dict[str, Any]:
     return {
         "value": result.value,
         "reason": result.reason,
@@ -104,7 +107,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _rhd_key(k: int | float) -> str:
+def rhd_key(k: int | float) -> str:
     return "inf" if k == math.inf else str(int(k))
 
 
@@ -120,7 +123,7 @@ class PhaseReport:
     skipped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"skipped": self.skipped, "metrics": {k: _result_dict(v) for k, v in self.metrics.items()}}
+        return {"skipped": self.skipped, "metrics": {k: result_dict(v) for k, v in self.metrics.items()}}
 
 
 @dataclass(slots=True)
@@ -173,7 +176,7 @@ class QueryScore:
                 }
                 for s in (d.steps if d is not None else ())
             ],
-            "metrics": {k: _result_dict(v) for k, v in self.metrics.items()},
+            "metrics": {k: result_dict(v) for k, v in self.metrics.items()},
         }
 
 
@@ -208,8 +211,8 @@ class ScoreReport:
             "counts": dict(self.counts),
             "phases": {k: v.to_dict() for k, v in self.phases.items()},
             "usage": {
-                "aggregate": {k: _result_dict(v) for k, v in self.aggregate.items()},
-                "rhd": {_rhd_key(k): v for k, v in self.rhd.items()},
+                "aggregate": {k: result_dict(v) for k, v in self.aggregate.items()},
+                "rhd": {rhd_key(k): v for k, v in self.rhd.items()},
                 "signatures": dict(self.signatures),
             },
             "queries": [q.to_dict() for q in self.queries],
@@ -243,13 +246,17 @@ class BadLines:
         return f"{self.count} bad line(s) of {path} skipped ({shown}{more})"
 
 
-def read_lines(path: str | Path, bad: BadLines | None = None) -> Iterator[tuple[int, str]]:
+def read_lines(
+    path: str | Path, bad: BadLines | None = None, *, name: str | Path | None = None
+) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of a JSON-lines file's non-blank lines.
 
     :param bad: when given, a line that is not UTF-8 text is added to it and skipped instead of raising.
+    :param name: the file as messages name it (default ``path``; a copy of a pipe is named by the pipe).
     :raises TriageError: the file cannot be read (missing, a folder, no permission, not UTF-8 text:
         the message names the line).
     """
+    shown = path if name is None else name
     try:
         with open(path, "rb") as fh:
             for number, raw in enumerate(fh, 1):
@@ -257,15 +264,15 @@ def read_lines(path: str | Path, bad: BadLines | None = None) -> Iterator[tuple[
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     if bad is None:
-                        raise TriageError(f"{path}, line {number}: not UTF-8 text ({exc.reason})") from None
+                        raise TriageError(f"{shown}, line {number}: not UTF-8 text ({exc.reason})") from None
                     bad.add(number, f"not UTF-8 text ({exc.reason})")
                     continue
                 if line.strip():
                     yield number, line
     except IsADirectoryError:
-        raise TriageError(f"{path} is a folder, not a JSON-lines file of events") from None
+        raise TriageError(f"{shown} is a folder, not a JSON-lines file of events") from None
     except OSError as exc:
-        raise TriageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise TriageError(f"cannot read {shown}: {exc.strerror or exc}") from None
 
 
 def read_events(path: str | Path) -> Iterator[Event]:
@@ -395,7 +402,7 @@ def _hard_hits(
 
 
 @dataclass
-class _Trace:
+class Trace:
     """A trace's events sorted by kind: what :func:`score_events` scores."""
 
     extractions: list[ExtractionEvent] = field(default_factory=list)
@@ -415,9 +422,9 @@ class _Trace:
         return self.graph_event.aliases if self.graph_event is not None else {}
 
 
-def _read_trace(events: Iterable[Event]) -> _Trace:
+def read_trace(events: Iterable[Event]) -> Trace:
     """Sort events by kind; retrievals and generations are keyed by ``(framework, query_id)``."""
-    trace = _Trace()
+    trace = Trace()
     for event in events:
         trace.counts[event.kind] += 1
         if isinstance(event, ExtractionEvent):
@@ -439,7 +446,7 @@ def _read_trace(events: Iterable[Event]) -> _Trace:
     return trace
 
 
-def _default_grounder(trace: _Trace, has_queries: bool | None = None) -> Any:
+def default_grounder(trace: Trace, has_queries: bool | None = None) -> Any:
     """The default grounder over the trace's graph, to derive missing mentions (``None`` without one).
 
     :param has_queries: whether the trace has retrievals (default: ``trace.retrievals`` is not empty).
@@ -448,9 +455,9 @@ def _default_grounder(trace: _Trace, has_queries: bool | None = None) -> Any:
     has_queries = bool(trace.retrievals) if has_queries is None else has_queries
     if graph is not None and has_queries:
         try:
-            from triage_plugins.kg.grounding import Grounder
+            from triage_plugins.kg.grounding import shared_grounder
 
-            return Grounder(graph, dict(trace.aliases))
+            return shared_grounder(graph, dict(trace.aliases))  # the scorer's own: built once
         except ImportError as exc:  # pragma: no cover - ships with the core
             trace.notes.append(f"no default grounder ({exc}): missing mentions stay N/A")
     elif has_queries:
@@ -458,23 +465,61 @@ def _default_grounder(trace: _Trace, has_queries: bool | None = None) -> Any:
     return None
 
 
+class Replay:
+    """Offline scoring as a replay: events go through a synchronous manager whose one scorer (the
+    ``triage.usage`` plugin, :mod:`triage_plugins.plugins.usage`) assembles each query's
+    :class:`~triage_plugins.contract.records.QueryRecord`, exactly as it does for a live host.
+
+    :param graph_event: the graph the queries are grounded against (fed first), or ``None``.
+    :param thresholds: chain thresholds θ.
+    :param registry: the metrics to compute.
+    """
+
+    def __init__(
+        self, graph_event: GraphEvent | None, thresholds: Mapping[str, float] | None, registry: MetricRegistry
+    ) -> None:
+        from triage_plugins.contract.config import TriageConfig
+        from triage_plugins.plugins.usage import UsageRecorder
+        from triage_plugins.runtime.manager import TriageManager
+
+        config = TriageConfig(thresholds={**DEFAULT_THRESHOLDS, **(thresholds or {})})
+        self.manager = TriageManager(config=config, synchronous=True, entry_points=False, defaults=False)
+        self.manager.register(UsageRecorder(self.manager, registry=registry, complete=True), "triage.usage")
+        self.manager.register(self, "triage.score.replay")
+        self._last: QueryRecord | None = None
+        if graph_event is not None:
+            self.manager.emit_graph(graph_event)
+
+    @hookimpl
+    def triage_query_scored(self, record: QueryRecord) -> None:
+        self._last = record
+
+    def score(
+        self, retrieval: RetrievalEvent, answer: GenerationEvent | None, closed: GenerationEvent | None
+    ) -> QueryRecord:
+        """The query's final record: its retrieval, then its closed-book answer, then its answer."""
+        self._last = None
+        self.manager.emit_retrieval(retrieval)
+        for generation in (closed, answer):
+            if generation is not None:
+                self.manager.emit_generation(generation)
+        assert self._last is not None  # the scorer records every retrieval
+        return self._last
+
+    def close(self) -> None:
+        self.manager.close()
+
+
 def _score_one(
-    retrieval: RetrievalEvent,
-    answer: GenerationEvent | None,
-    closed: GenerationEvent | None,
-    *,
-    graph: GraphView | None,
-    grounder: Any,
-    thresholds: Mapping[str, float] | None,
-    registry: MetricRegistry,
+    record: QueryRecord, *, graph: GraphView | None, grounder: Any
 ) -> tuple[QueryScore, float | None, float | None]:
-    """One query's usage metrics and chain diagnosis, with its (Hits@Any, Hits@Hard) for HHR."""
-    metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed, metrics=registry)
-    diagnosis: Diagnosis | None = diagnose(metrics, thresholds)
+    """One query's score from its record, with its (Hits@Any, Hits@Hard) for HHR."""
+    metrics = dict(record.metrics)
+    diagnosis = record.diagnosis if record.diagnosis is not None and record.diagnosis.defined else None
     undetermined = None
-    if not diagnosis.defined:  # type: ignore[union-attr]
+    if diagnosis is None:
         undetermined = metrics["QGR"].reason or "no chain link could be evaluated"
-        diagnosis = None
+    retrieval = record.retrieval
     score = QueryScore(
         retrieval.query_id,
         retrieval.framework,
@@ -483,9 +528,9 @@ def _score_one(
         metrics,
         diagnosis,
         undetermined,
-        answer is not None,
+        record.answer is not None,
     )
-    a, h = _hard_hits(retrieval, answer, metrics, graph, grounder)
+    a, h = _hard_hits(retrieval, record.answer, metrics, graph, grounder)
     return score, a, h
 
 
@@ -493,7 +538,7 @@ QueryParts = tuple[RetrievalEvent, "GenerationEvent | None", "GenerationEvent | 
 
 
 @dataclass(slots=True)
-class _UsageSummary:
+class UsageSummary:
     """What the per-query pass leaves behind: aggregates, RHD, signature counts, query count."""
 
     aggregate: dict[str, MetricResult]
@@ -502,16 +547,17 @@ class _UsageSummary:
     n_queries: int
 
 
-def _summarize_queries(
+def summarize_queries(
     parts: Iterable[QueryParts],
     *,
-    graph: GraphView | None,
+    graph_event: GraphEvent | None,
     grounder: Any,
     thresholds: Mapping[str, float] | None,
     registry: MetricRegistry,
     sink: Any,
-) -> _UsageSummary:
-    """Score each query once, hand it to ``sink`` and keep only what the aggregates need.
+) -> UsageSummary:
+    """Replay each query once through the scorer (:class:`Replay`), hand its score to ``sink`` and keep
+    only what the aggregates need.
 
     Memory grows with the number of queries by a few numbers each (one value per metric for the
     means, RHD and the hit labels), not by the events or the per-query reports.
@@ -523,13 +569,13 @@ def _summarize_queries(
     hits_defined = False
     n = 0
 
+    graph = graph_event.graph if graph_event is not None else None
+    replay = Replay(graph_event, thresholds, registry)
+
     def metric_rows() -> Iterator[Mapping[str, MetricResult]]:
         nonlocal hits_defined, n
         for retrieval, answer, closed in parts:
-            score, a, h = _score_one(
-                retrieval, answer, closed, graph=graph, grounder=grounder, thresholds=thresholds,
-                registry=registry,
-            )  # fmt: skip
+            score, a, h = _score_one(replay.score(retrieval, answer, closed), graph=graph, grounder=grounder)
             n += 1
             rhd_values.append(score.metrics["RHD"])
             signatures[score.signature or "undetermined"] += 1
@@ -539,7 +585,10 @@ def _summarize_queries(
             sink(score)
             yield score.metrics
 
-    aggregate = aggregate_usage(metric_rows())
+    try:
+        aggregate = aggregate_usage(metric_rows())
+    finally:
+        replay.close()
     if n:
         if graph is None and hits_defined:
             aggregate["HHR"] = na("HHR", "needs the graph (a graph event) to tell hard gold answers")
@@ -548,11 +597,11 @@ def _summarize_queries(
     ordered = {s: signatures[s] for s in SIGNATURES if signatures[s]}
     if signatures["undetermined"]:
         ordered["undetermined"] = signatures["undetermined"]
-    return _UsageSummary(aggregate, rhd_distribution(rhd_values), ordered, n)
+    return UsageSummary(aggregate, rhd_distribution(rhd_values), ordered, n)
 
 
-def _phases(
-    trace: _Trace, ontology: Ontology | None, reference: GraphView | None, registry: MetricRegistry
+def score_phases(
+    trace: Trace, ontology: Ontology | None, reference: GraphView | None, registry: MetricRegistry
 ) -> dict[str, PhaseReport]:
     if ontology is None and trace.graph_event is not None:
         ontology = trace.graph_event.ontology
@@ -583,13 +632,13 @@ def score_events(
     two streaming passes with the same result.
     """
     registry = metric_registry() if metrics is None else metrics
-    trace = _read_trace(events)
-    phases = _phases(trace, ontology, reference, registry)
-    grounder = _default_grounder(trace)
+    trace = read_trace(events)
+    phases = score_phases(trace, ontology, reference, registry)
+    grounder = default_grounder(trace)
     queries: list[QueryScore] = []
     parts = ((r, trace.answers.get(k), trace.closed.get(k)) for k, r in trace.retrievals.items())
-    summary = _summarize_queries(
-        parts, graph=trace.graph, grounder=grounder, thresholds=thresholds, registry=registry,
+    summary = summarize_queries(
+        parts, graph_event=trace.graph_event, grounder=grounder, thresholds=thresholds, registry=registry,
         sink=queries.append,
     )  # fmt: skip
     orphans = [k for k in (*trace.answers, *trace.closed) if k not in trace.retrievals]
@@ -717,10 +766,13 @@ def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> No
         sig.add_row(name, str(n), stage, Text(lever))
     console.print(fold_table(sig))
 
-    per = Table(title="Per query", title_justify="left")
+    from triage_plugins.report.score_order import WORST_FIRST, worst_first
+
+    shown = worst_first(report.queries)[:max_queries]
+    per = Table(title=f"Per query ({WORST_FIRST})", title_justify="left")
     for col in ("query", "retriever", *CHAIN_COLUMNS, "RHD", "signature"):
         per.add_column(col)
-    for q in report.queries[:max_queries]:
+    for q in shown:
         signature = _signature_text(q)
         per.add_row(
             plain(q.query_id),
@@ -732,8 +784,8 @@ def _render_usage(report: ScoreReport, console: Console, max_queries: int) -> No
     if fits(per, console):
         console.print(fold_table(per))
     else:  # too narrow for one row per query: one wrapped line per query, words never cut
-        console.print(Text("Per query", style="italic"))
-        for q in report.queries[:max_queries]:
+        console.print(Text(f"Per query ({WORST_FIRST})", style="italic"))
+        for q in shown:
             chain = [Text.assemble(f"{c} ", _short(q.metrics.get(c))) for c in (*CHAIN_COLUMNS, "RHD")]
             console.print(
                 Text.assemble(

@@ -14,34 +14,44 @@ can have millions of lines, so :func:`score_file` reads the file twice instead:
 The result equals :func:`score_events` on the same events, except that queries come in the order
 their last event appears in the file.
 
+A pipe (``/dev/stdin``, ``<(cmd)``, a named pipe) cannot be read twice: it is copied once into a
+temporary file (:func:`readable`), and a named pipe that no process opens for writing within
+:data:`PIPE_OPEN_SECONDS` is an error, not a wait forever.
+
 With ``skip_bad=True`` a line that is not an event is counted, noted and skipped in pass 1 instead of
 stopping it; pass 2 reads only the lines pass 1 indexed, so both passes skip the same lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import stat
+import tempfile
+import threading
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from triage_plugins.apps.score import (
     BadLines,
     QueryParts,
     QueryScore,
     ScoreReport,
-    _default_grounder,
-    _phases,
-    _result_dict,
-    _rhd_key,
-    _summarize_queries,
-    _Trace,
+    Trace,
+    default_grounder,
     parse_line,
     read_lines,
+    result_dict,
+    rhd_key,
+    score_phases,
+    summarize_queries,
 )
-from triage_plugins.contract.errors import EventError
+from triage_plugins.contract.errors import EventError, TriageError
 from triage_plugins.contract.events import (
     ExtractionEvent,
     GenerationEvent,
@@ -55,26 +65,112 @@ if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
     from triage_plugins.kg.ontology import Ontology
 
-__all__ = ["score_file", "write_json_report"]
+__all__ = ["PIPE_OPEN_SECONDS", "readable", "score_file", "write_json_report"]
 
 _RETRIEVAL, _ANSWER, _CLOSED = 0, 1, 2
+#: Seconds to wait for a process to open a named pipe for writing before giving up.
+PIPE_OPEN_SECONDS = 10.0
+_SQLITE = b"SQLite format 3\x00"
+
+
+def _open_pipe(path: Path, wait: float) -> BinaryIO:
+    """``path``, a named pipe, opened for reading once a writer opens it; at most ``wait`` seconds."""
+    opened: dict[str, Any] = {}
+
+    def opener() -> None:
+        try:
+            opened["file"] = open(path, "rb")  # noqa: SIM115 - handed to the caller
+        except OSError as exc:
+            opened["error"] = exc
+
+    thread = threading.Thread(target=opener, name="triage-pipe-open", daemon=True)
+    thread.start()
+    thread.join(wait)
+    if thread.is_alive():
+        with contextlib.suppress(OSError):  # be the writer for an instant: the blocked open returns
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(1.0)
+        if "file" in opened:
+            opened["file"].close()
+        raise TriageError(
+            f"{path} is a named pipe that no process opened for writing within {wait:g} s; "
+            "start the writer first, or write the events to a file"
+        )
+    if "error" in opened:
+        raise opened["error"]
+    return opened["file"]
+
+
+def _spool(path: Path, wait: float) -> Path:
+    """A temporary file holding everything read from ``path`` (a pipe or a device) until its end."""
+    mode = path.stat().st_mode
+    source = _open_pipe(path, wait) if stat.S_ISFIFO(mode) else open(path, "rb")  # noqa: SIM115
+    with source, tempfile.NamedTemporaryFile(prefix="triage-score-", suffix=".jsonl", delete=False) as copy:
+        try:
+            shutil.copyfileobj(source, copy, 1 << 20)
+        except BaseException:
+            Path(copy.name).unlink(missing_ok=True)
+            raise
+    return Path(copy.name)
+
+
+@contextmanager
+def readable(path: str | Path, *, wait: float | None = None) -> Iterator[Path]:
+    """``path`` as a file that can be read twice: itself when it is a regular file (or cannot be
+    examined: reading it then says why), else a temporary copy of all it gives, removed on exit.
+
+    :param wait: seconds a named pipe may wait for its writer (default :data:`PIPE_OPEN_SECONDS`).
+    :raises TriageError: a named pipe got no writer in time, or the pipe or device cannot be read.
+    """
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        mode = stat.S_IFREG
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        yield p
+        return
+    try:
+        copy = _spool(p, PIPE_OPEN_SECONDS if wait is None else wait)
+    except OSError as exc:
+        raise TriageError(f"cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        yield copy
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def _refuse_store(source: Path, name: str | Path) -> None:
+    """A SQLite store given where events are expected is a clear error (not "line 1 is not JSON")."""
+    try:
+        with open(source, "rb") as fh:
+            head = fh.read(len(_SQLITE))
+    except OSError:
+        return  # reading it says why
+    if head == _SQLITE:
+        raise TriageError(
+            f"{name} is a SQLite store, not an events file: write its events with "
+            f"`triage export {name} --jsonl events.jsonl`, then score events.jsonl"
+        )
 
 
 @dataclass(slots=True)
 class _Index:
     """Pass 1: the trace without its queries' events, and where each query's parts are."""
 
-    trace: _Trace = field(default_factory=_Trace)
+    trace: Trace = field(default_factory=Trace)
     parts: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # key -> 3 line numbers (0: none)
 
 
-def _index(path: str | Path, bad: BadLines | None = None) -> _Index:
+def _index(path: str | Path, bad: BadLines | None = None, name: str | Path | None = None) -> _Index:
+    """Pass 1 over ``path`` (named ``name`` in messages, default ``path``)."""
+    name = path if name is None else name
     index = _Index()
     trace = index.trace
     retrieved_twice = 0
-    for number, line in read_lines(path, bad):
+    for number, line in read_lines(path, bad, name=name):
         if bad is None:
-            event = parse_line(line, path, number)
+            event = parse_line(line, name, number)
         else:
             try:
                 event = from_json(line)
@@ -98,7 +194,7 @@ def _index(path: str | Path, bad: BadLines | None = None) -> _Index:
             f"{retrieved_twice} retrieval event(s) repeat a query id: the last retrieval of each is scored"
         )
     if bad is not None and bad.count:
-        trace.notes.append(bad.summary(path))
+        trace.notes.append(bad.summary(name))
     if trace.counts["graph"] > 1:
         trace.notes.append(f"{trace.counts['graph']} graph events: the last one is scored")
     orphans = sum(1 for slots in index.parts.values() if not slots[_RETRIEVAL])
@@ -107,8 +203,9 @@ def _index(path: str | Path, bad: BadLines | None = None) -> _Index:
     return index
 
 
-def _stream_parts(path: str | Path, index: _Index) -> Iterator[QueryParts]:
+def _stream_parts(path: str | Path, index: _Index, name: str | Path | None = None) -> Iterator[QueryParts]:
     """Pass 2: each query's (retrieval, answer, closed-book) as soon as its last part is read."""
+    name = path if name is None else name
     wanted: dict[int, tuple[tuple[str, str], int]] = {}
     for key, slots in index.parts.items():
         if slots[_RETRIEVAL]:
@@ -117,13 +214,13 @@ def _stream_parts(path: str | Path, index: _Index) -> Iterator[QueryParts]:
                     wanted[number] = (key, slot)
     pending: dict[tuple[str, str], list[Any]] = {}
     # Pass 1 already counted the undecodable lines; none of them is wanted here.
-    for number, line in read_lines(path, BadLines()):
+    for number, line in read_lines(path, BadLines(), name=name):
         hit = wanted.pop(number, None)
         if hit is None:
             continue
         key, slot = hit
         held = pending.setdefault(key, [None, None, None])
-        held[slot] = parse_line(line, path, number)
+        held[slot] = parse_line(line, name, number)
         if number == max(index.parts[key]):
             del pending[key]
             yield held[_RETRIEVAL], held[_ANSWER], held[_CLOSED]
@@ -142,7 +239,8 @@ def score_file(
 ) -> ScoreReport:
     """Score a JSON-lines trace file in two streaming passes (see the module docstring).
 
-    :param keep: keep only the first ``keep`` per-query reports in the result (``None``: all); the
+    :param keep: keep only the worst ``keep`` per-query reports in the result, worst first
+        (:func:`~triage_plugins.report.score_order.worst_first`; ``None``: all, in file order); the
         aggregates, RHD and signature counts always cover every query.
     :param json_to: write the full JSON report (every query) here while scoring, in the shape of
         :meth:`ScoreReport.to_dict`.
@@ -150,29 +248,52 @@ def score_file(
         summed up in one note) instead of raising.
     :raises EventError: a line is not an event (the message names the line), before anything is
         written; not with ``skip_bad``.
-    :raises TriageError: the file cannot be read.
+    :raises TriageError: the file cannot be read, is a SQLite store, or is a named pipe that got
+        no writer within :data:`PIPE_OPEN_SECONDS`.
     """
+    with readable(path) as source:
+        _refuse_store(source, path)
+        return _score(source, path, ontology, reference, thresholds, metrics, keep, json_to, skip_bad)
+
+
+def _score(
+    source: Path,
+    path: str | Path,
+    ontology: Ontology | None,
+    reference: GraphView | None,
+    thresholds: Mapping[str, float] | None,
+    metrics: MetricRegistry | None,
+    keep: int | None,
+    json_to: TextIO | None,
+    skip_bad: bool,
+) -> ScoreReport:
+    """:func:`score_file` on ``source``, a regular file, named ``path`` in messages."""
     registry = metric_registry() if metrics is None else metrics
     bad = BadLines() if skip_bad else None
-    index = _index(path, bad)
+    index = _index(source, bad, path)
     trace = index.trace
-    phases = _phases(trace, ontology, reference, registry)
-    grounder = _default_grounder(trace, has_queries=any(slots[_RETRIEVAL] for slots in index.parts.values()))
+    phases = score_phases(trace, ontology, reference, registry)
+    grounder = default_grounder(trace, has_queries=any(slots[_RETRIEVAL] for slots in index.parts.values()))
+    from triage_plugins.report.score_order import worst_first
+
     kept: list[QueryScore] = []
     writer = _JsonWriter(json_to) if json_to is not None else None
     if writer is not None:
         writer.start(dict(trace.counts), {k: v.to_dict() for k, v in phases.items()})
 
     def sink(score: QueryScore) -> None:
-        if keep is None or len(kept) < keep:
-            kept.append(score)
+        kept.append(score)
+        if keep is not None and len(kept) >= 2 * keep + 64:  # the worst ``keep`` so far, memory bounded
+            kept[:] = worst_first(kept)[:keep]
         if writer is not None:
             writer.query(score.to_dict())
 
-    summary = _summarize_queries(
-        _stream_parts(path, index), graph=trace.graph, grounder=grounder, thresholds=thresholds,
+    summary = summarize_queries(
+        _stream_parts(source, index, path), graph_event=trace.graph_event, grounder=grounder, thresholds=thresholds,
         registry=registry, sink=sink,
     )  # fmt: skip
+    if keep is not None:
+        kept[:] = worst_first(kept)[:keep]
     report = ScoreReport(
         phases, kept, summary.aggregate, summary.rhd, summary.signatures, dict(trace.counts),
         trace.notes, registry, n_queries=summary.n_queries, bad_lines=bad,
@@ -204,8 +325,8 @@ class _JsonWriter:
 
     def end(self, report: ScoreReport) -> None:
         usage = {
-            "aggregate": {k: _result_dict(v) for k, v in report.aggregate.items()},
-            "rhd": {_rhd_key(k): v for k, v in report.rhd.items()},
+            "aggregate": {k: result_dict(v) for k, v in report.aggregate.items()},
+            "rhd": {rhd_key(k): v for k, v in report.rhd.items()},
             "signatures": dict(report.signatures),
         }
         self.out.write(f'\n ],\n "usage": {self._dump(usage)},\n "notes": {self._dump(report.notes)}}}\n')

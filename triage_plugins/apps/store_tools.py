@@ -8,14 +8,19 @@ holds nothing but demo runs, unless forced; a store of another schema version ne
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from triage_plugins.contract.errors import StoreError, TriageError
 from triage_plugins.store import SCHEMA_VERSION, TABLES, RunRow, open_store
 from triage_plugins.store.sqlite import APPLICATION_ID
+
+_log = logging.getLogger("triage.store_tools")
 
 #: Units ``parse_age`` accepts, in seconds.
 _AGE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -77,12 +82,119 @@ def _unattributed_feedback(store: object) -> dict[str, int]:
 
 
 def prune(target: str, *, older_than: float | None, keep_runs: int | None) -> dict[str, int]:
-    """Delete old runs (events, metric rows) of an existing store; learned scores stay."""
+    """Delete old runs (events, metric rows) of an existing store; learned scores stay. A SQLite file
+    is then compacted (:func:`reclaim_space`), its bytes freed counted under ``"bytes_freed"``; a
+    PostgreSQL database is left to autovacuum (``VACUUM`` there is optional)."""
     _require_existing(target)
     with open_store(target, readonly=True):
         pass  # refuses a foreign or newer file before anything opens it for writing
     with open_store(target) as store:
-        return store.prune(older_than=older_than, keep_runs=keep_runs)
+        deleted = store.prune(older_than=older_than, keep_runs=keep_runs)
+    if not is_url(target) or target.startswith("sqlite:"):
+        deleted["bytes_freed"] = reclaim_space(target)
+    return deleted
+
+
+def _bytes_on_disk(path: Path) -> int:
+    """The store file and its write-ahead log, in bytes."""
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def reclaim_space(target: str) -> int:
+    """Give a SQLite store's free pages back to the file system (``VACUUM``, then a WAL checkpoint
+    that truncates the log); the bytes freed, 0 when another process holds the store (logged)."""
+    path = Path(target.split("sqlite:///", 1)[1] if target.startswith("sqlite:///") else target)
+    before = _bytes_on_disk(path)
+    try:
+        db = sqlite3.connect(str(path), timeout=5.0, isolation_level=None)
+        try:
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            db.close()
+    except sqlite3.OperationalError as exc:  # busy or locked: the rows are deleted, the space is not back
+        _log.warning("store %s: space not reclaimed (%s); prune again when nothing writes to it", path, exc)
+        return 0
+    return max(0, before - _bytes_on_disk(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """What :func:`migrate` did: the schema version found and the one the store has now."""
+
+    where: str
+    before: int  # 0: a new PostgreSQL database (no triage tables yet)
+    after: int
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before
+
+
+def migrate(target: str) -> Migration:
+    """Bring an existing triage store, or a new PostgreSQL database, to this schema version.
+
+    This is the explicit request the read-only commands point to (``triage store migrate URL``):
+    reports and ``store info`` never migrate, and no command migrates a file it did not create
+    unless asked. A SQLite path must already be a triage store (its header says so; a foreign file
+    or a missing path is refused untouched); a PostgreSQL database may be new (its triage tables
+    are created) or hold a triage store of an older schema. A newer schema is refused ("upgrade
+    triage-plugins"), as is a database whose schema holds tables of its own.
+
+    :raises StoreError: as described; nothing is changed then.
+    """
+    if not _is_postgres(target):
+        path = _sqlite_path(target)
+        if not path.is_file():
+            raise StoreError(f"no store at {target}: migrate opens an existing triage store, never creates a file")
+        if not is_triage_sqlite_file(path):
+            raise StoreError(f"{target!r} is not a triage store; it is left untouched")
+    with _migrations_logged() as steps, open_store(target) as store:
+        after = store.schema_version
+    before = min(steps) - 1 if steps else after
+    return Migration(target, before, after)
+
+
+def _is_postgres(target: str) -> bool:
+    from triage_plugins.store.base import POSTGRES_SCHEMES
+
+    scheme, sep, _ = target.strip().partition("://")
+    return bool(sep) and scheme.lower().partition("+")[0] in POSTGRES_SCHEMES
+
+
+def _sqlite_path(target: str) -> Path:
+    """The file a SQLite target names (a path or ``sqlite:///…``); ``:memory:`` has none."""
+    text = target.strip()
+    if text == ":memory:":
+        raise StoreError("an in-memory store has nothing to migrate: pass a store file or a postgresql:// URL")
+    if text.lower().startswith("sqlite:///"):
+        return Path(text[len("sqlite:///") :]).expanduser()
+    if "://" in text:
+        open_store(text, readonly=True)  # raises the store's own message for an unsupported scheme
+    return Path(text).expanduser()
+
+
+@contextmanager
+def _migrations_logged() -> Iterator[list[int]]:
+    """The schema numbers the store reports migrating to while the block runs (both backends log
+    ``store %s migrated to schema %d`` on ``triage.store``, one record per step)."""
+    steps: list[int] = []
+
+    class _Steps(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.msg == "store %s migrated to schema %d" and isinstance(record.args, tuple):
+                steps.append(int(record.args[-1]))
+
+    logger = logging.getLogger("triage.store")
+    handler, level = _Steps(logging.INFO), logger.level
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield steps
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def reset_sqlite_store(path: Path) -> int | None:

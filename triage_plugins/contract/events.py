@@ -27,7 +27,7 @@ from triage_plugins.contract.errors import EventError
 
 if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
-    from triage_plugins.kg.ontology import Ontology
+    from triage_plugins.contract.ontology import Ontology
 
 __all__ = [
     "Chunk",
@@ -113,7 +113,10 @@ def _need_number(
         else:
             _fail(obj, name, f"must be a whole number, got {value!r}")
     if not integer:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond the float range
+            _fail(obj, name, "must be finite, got an integer too large for a float")
         if not math.isfinite(value):
             _fail(obj, name, f"must be finite, got {value!r}")
     if low is not None and value < low:
@@ -121,6 +124,14 @@ def _need_number(
     if high is not None and value > high:
         _fail(obj, name, f"must be <= {high}, got {value!r}")
     _set(obj, name, value)
+
+
+def _finite(value: float) -> bool:
+    """Whether a number is finite as a float (an int beyond the float range is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _tuple_of(obj: object, name: str, kind: type | tuple[type, ...], *, optional: bool = False) -> tuple:
@@ -132,7 +143,8 @@ def _tuple_of(obj: object, name: str, kind: type | tuple[type, ...], *, optional
     items = tuple(value)
     for i, item in enumerate(items):
         if not isinstance(item, kind):
-            want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            kinds = kind if isinstance(kind, tuple) else getattr(kind, "__args__", (kind,))
+            want = " or ".join(k.__name__ for k in kinds)
             _fail(obj, name, f"item {i} must be {want}, got {type(item).__name__}")
     _set(obj, name, items)
     return items
@@ -311,7 +323,7 @@ class ExtractedTriple:
         lps = _tuple_of(self, "token_logprobs", int | float, optional=True)
         if lps is not None:
             for i, lp in enumerate(lps):
-                if isinstance(lp, bool) or not math.isfinite(lp):
+                if isinstance(lp, bool) or not _finite(lp):
                     _fail(self, "token_logprobs", f"item {i} must be finite, got {lp!r}")
                 if lp > 0:
                     _fail(
@@ -519,7 +531,7 @@ class GraphEvent(Event):
 
     def __post_init__(self) -> None:
         from triage_plugins.contract.graph_view import GraphView
-        from triage_plugins.kg.ontology import Ontology
+        from triage_plugins.contract.ontology import Ontology
 
         _need_id(self, "framework")
         if not isinstance(self.graph, GraphView):
@@ -554,7 +566,7 @@ class GraphEvent(Event):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GraphEvent:
         from triage_plugins.contract.graph_view import GraphView
-        from triage_plugins.kg.ontology import Ontology
+        from triage_plugins.contract.ontology import Ontology
 
         onto = data.get("ontology")
         return cls(
@@ -846,7 +858,7 @@ class RerankRequest(Event):
         if len(rel) != len(ids):
             _fail(self, "relevance", f"has {len(rel)} values for {len(ids)} ids")
         for i, r in enumerate(rel):
-            if isinstance(r, bool) or not math.isfinite(r) or not 0.0 <= r <= 1.0:
+            if isinstance(r, bool) or not _finite(r) or not 0.0 <= r <= 1.0:
                 _fail(self, "relevance", f"item {i} must be a finite number in [0, 1], got {r!r}")
         _set(self, "relevance", tuple(float(r) for r in rel))
         if self.query_id is not None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         RerankRequest,
         RetrievalEvent,
     )
+    from triage_plugins.contract.records import GraphRecord, QueryRecord
     from triage_plugins.metrics.registry import MetricSpec
 
 PROJECT = "triage"
@@ -108,6 +109,33 @@ def triage_generation(event: GenerationEvent) -> None:
 
 
 # -------------------------------------------------------------------------------------------
+# scoring (each query and graph scored once; after pytest's pytest_runtest_logreport)
+# -------------------------------------------------------------------------------------------
+
+
+@hookspec
+def triage_query_scored(record: QueryRecord) -> None:
+    """Called after the scorer (the ``triage.usage`` plugin) scored a query at one phase.
+
+    Called at ``"retrieval"`` (provisional chain), at ``"generation"`` (the whole chain) and, when a
+    closed-book answer comes after the answer, at ``"closed_book"`` (KNI). Read the metrics from the
+    record rather than computing them again: every consumer then shows the same numbers.
+
+    :param record: a :class:`~triage_plugins.contract.records.QueryRecord`: the query's events, gold,
+        gate decision, metrics (computed with the manager's metric registry) and chain diagnosis.
+    """
+
+
+@hookspec
+def triage_graph_scored(record: GraphRecord) -> None:
+    """Called after a graph event's KG Implementation and Validation metrics were computed.
+
+    :param record: a :class:`~triage_plugins.contract.records.GraphRecord`: the framework, the graph
+        event and its metrics.
+    """
+
+
+# -------------------------------------------------------------------------------------------
 # feedback stage
 # -------------------------------------------------------------------------------------------
 
@@ -162,6 +190,7 @@ def triage_seed_scores(unit: str, scores: Mapping[str, float]) -> int | None:
     :return: how many ids were seeded (only ids with no learned score yet), or ``None`` when this
         plugin keeps no scores.
     """
+
 
 # -------------------------------------------------------------------------------------------
 # registration (called once, when a registry is first read; after simonw/llm's register_models)

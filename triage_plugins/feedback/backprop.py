@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage_plugins.contract.errors import ConfigError, FeedbackError
+from triage_plugins.contract.errors import ConfigError, FeedbackError, StoreError
 from triage_plugins.feedback.priority import (
     PathIndex,
     check_alpha,
@@ -364,10 +364,20 @@ class FeedbackOptimizer:
         return dict(zip(map(ids.__getitem__, nonzero.tolist()), delta[nonzero].tolist(), strict=True))
 
     def _alpha_step(self, d_alpha: float) -> float:
+        """Step α by eq. 9 (bounded, clamped); on a store with an atomic ``add_param`` the step is
+        added to the stored α in one statement, so steps of other processes sharing the store are
+        kept (a plain write of the new value would overwrite them)."""
         if not self.learn_alpha or not math.isfinite(d_alpha):
             return self._alpha
         lo, hi = self.alpha_bounds
         change = max(-self.max_alpha_step, min(self.max_alpha_step, -self.eta_alpha * d_alpha))
+        add_param = getattr(self.scores.store, "add_param", None)
+        if add_param is not None and change != 0.0:
+            try:
+                self._alpha = float(add_param(self.param_name, change, initial=self._alpha, bounds=(lo, hi)))
+                return self._alpha
+            except StoreError as exc:  # a stored α that is not a number: replaced, as below
+                log.warning("could not step %s in the store (%s); writing it", self.param_name, exc)
         new = min(max(self._alpha + change, lo), hi)
         if new != self._alpha:
             self._alpha = new

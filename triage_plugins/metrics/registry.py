@@ -5,8 +5,8 @@ Everything that shows or computes metrics derives its columns from a :class:`Met
 written when), ``triage score`` (its tables and the per-query chain columns), ``triage compare``
 (the Implementation / Validation / Usage / gold columns, :meth:`MetricRegistry.columns`), both
 reports, the diagnostic chain (:attr:`MetricRegistry.chain`, its order and signatures) and the default
-chain thresholds (:meth:`MetricRegistry.thresholds`,
-:data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
+chain thresholds (:meth:`MetricRegistry.thresholds`; the built-in links take their θ from
+:data:`~triage_plugins.contract.config.CHAIN_THRESHOLDS`).
 
 :data:`BUILTIN_METRICS` holds the metrics this package defines. :func:`metric_registry` adds the ones
 plugins register through the hook ``triage_register_metrics(register)`` (after simonw/llm's
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from triage_plugins.contract.config import CHAIN_THRESHOLDS as _THETA
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.metrics import completion as C
 from triage_plugins.metrics import extraction as X
@@ -175,6 +176,8 @@ class MetricRegistry:
         self._specs: dict[str, MetricSpec] = {}
         self._origin: dict[str, str] = {}
         self._cache: dict[str, Any] = {}
+        #: Plugins whose ``triage_register_metrics`` failed, with why; their metrics are left out.
+        self.failed: dict[str, str] = {}
         for spec in specs:
             self._add(spec, origin)
 
@@ -206,7 +209,7 @@ class MetricRegistry:
     def copy(self) -> MetricRegistry:
         """A registry with the same specs, to register more into."""
         out = MetricRegistry()
-        out._specs, out._origin = dict(self._specs), dict(self._origin)
+        out._specs, out._origin, out.failed = dict(self._specs), dict(self._origin), dict(self.failed)
         return out
 
     # ------------------------------------------------------------------ reading
@@ -404,20 +407,20 @@ BUILTIN_METRICS = MetricRegistry(_guided(
         MetricSpec("CMP", "Completeness", "validation", "graph", V.completeness, "§4.2, eq. 24 (after [2])", needs_gold=True, headline=False),
         # KG Usage (TRIAGE §4.3)
         _usage("QGR", "Query Grounding Rate", "retrieval", U.query_grounding_rate, U.QueryView.qgr, "§4.3.2, eq. 25",
-               link=LinkSpec(1, 0.5, "out_of_scope", "entities not grounded in the KG")),
+               link=LinkSpec(1, _THETA["QGR"], "out_of_scope", "entities not grounded in the KG")),
         _usage("ERC", "Entity Retrieval Coverage", "retrieval", U.entity_retrieval_coverage, U.QueryView.erc, "§4.3.2, eq. 26",
-               link=LinkSpec(2, 0.67, "retrieval_gap", "in the KG, not retrieved")),
+               link=LinkSpec(2, _THETA["ERC"], "retrieval_gap", "in the KG, not retrieved")),
         _usage("ERP", "Entity Retrieval Precision", "retrieval", U.entity_retrieval_precision, U.QueryView.erp, "§4.3.2, eq. 27"),
         _usage("RRS", "Reasoning Readiness Score", "retrieval", U.reasoning_readiness_score, U.QueryView.rrs, "§4.3.2, eq. 28",
-               link=LinkSpec(3, 0.5, "connectivity_gap", "retrieved, not connected")),
+               link=LinkSpec(3, _THETA["RRS"], "connectivity_gap", "retrieved, not connected")),
         _usage("RPC", "Retrieval Path Cost", "retrieval", U.retrieval_path_cost, U.QueryView.rpc, "§4.3.2, eq. 29", **_LOWER, **_COUNT),
         _usage("RHD", "Reasoning Hop Depth", "retrieval", U.reasoning_hop_depth, U.QueryView.rhd, "§4.3.3, eq. 33",
                headline=False, higher_is_better=None, **_COUNT),
         _usage("AGR", "Answer Grounding Rate", "generation", U.answer_grounding_rate, U.QueryView.agr, "§4.3.3, eq. 30",
-               link=LinkSpec(5, 0.5, "generation_gap", "answer not grounded in the retrieved evidence")),
+               link=LinkSpec(5, _THETA["AGR"], "generation_gap", "answer not grounded in the retrieved evidence")),
         _usage("AUR", "Answer Utilization Rate", "generation", U.answer_utilization_rate, U.QueryView.aur, "§4.3.3, eq. 31"),
         _usage("ARF", "Answer Reasoning Faithfulness", "generation", U.answer_reasoning_faithfulness, U.QueryView.arf, "§4.3.3, eq. 32",
-               link=LinkSpec(4, 0.5, "relational_gap", "connected, relation not stated")),
+               link=LinkSpec(4, _THETA["ARF"], "relational_gap", "connected, relation not stated")),
         _usage("KNI", "KG Net Impact", "closed_book", U.kg_net_impact, U.QueryView.kni, "§4.3.5 (after [33])",
                headline=False, higher_is_better=None, value_range=(-1.0, 1.0)),
         _usage("GPC", "Gold Path Coverage", "retrieval", U.gold_path_coverage, U.QueryView.gpc, "§4.3.4, eq. 34", needs_gold=True, headline=False),
@@ -441,8 +444,31 @@ _by_manager: weakref.WeakKeyDictionary[Any, MetricRegistry] = weakref.WeakKeyDic
 _from_entry_points: MetricRegistry | None = None
 
 
-def _register_all(plugins: Iterable[tuple[str, object]]) -> MetricRegistry:
-    """The built-ins plus what each plugin's ``triage_register_metrics`` registers, in plugin order."""
+def _register_one(registry: MetricRegistry, name: str, plugin: object) -> MetricRegistry:
+    """``registry`` plus what one plugin registers (a new registry: a failing plugin adds nothing).
+
+    :raises ConfigError: the plugin registered a symbol twice, or its hook raised.
+    """
+    out = registry.copy()
+    hook = plugin.triage_register_metrics  # type: ignore[attr-defined]
+    try:
+        hook(register=functools.partial(out.register, origin=f"plugin {name!r}"))
+    except ConfigError as exc:
+        raise ConfigError(f"plugin {name!r}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is a configuration error, said plainly
+        raise ConfigError(
+            f"plugin {name!r}: triage_register_metrics raised {type(exc).__name__}: {exc}"
+        ) from exc
+    return out
+
+
+def _register_all(plugins: Iterable[tuple[str, object]], *, strict: bool = False) -> MetricRegistry:
+    """The built-ins plus what each plugin's ``triage_register_metrics`` registers, in plugin order.
+
+    A plugin whose hook fails adds none of its metrics: with ``strict`` that is a
+    :class:`ConfigError`; otherwise it is logged and listed in :attr:`MetricRegistry.failed`, and
+    the other plugins' metrics are kept.
+    """
     from triage_plugins.contract.hookspecs import PROJECT
 
     registry = BUILTIN_METRICS.copy()
@@ -451,13 +477,12 @@ def _register_all(plugins: Iterable[tuple[str, object]]) -> MetricRegistry:
         if hook is None or not hasattr(hook, f"{PROJECT}_impl"):
             continue
         try:
-            hook(register=functools.partial(registry.register, origin=f"plugin {name!r}"))
+            registry = _register_one(registry, name, plugin)
         except ConfigError as exc:
-            raise ConfigError(f"plugin {name!r}: {exc}") from exc
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is a configuration error, said at once
-            raise ConfigError(
-                f"plugin {name!r}: triage_register_metrics raised {type(exc).__name__}: {exc}"
-            ) from exc
+            if strict:
+                raise
+            log.error("metrics of plugin %r left out: %s", name, exc)
+            registry.failed[name] = str(exc)
     return registry
 
 
@@ -498,14 +523,17 @@ def metric_registry(
 
     :param manager: read the plugins registered on this manager (its default, entry-point and
         ``register()``-ed plugins); the result is kept per manager, so the hook is called once.
-    :param plugins: read these plugin objects instead (not kept).
+    :param plugins: read these plugin objects instead (not kept); a failing one is an error.
     :param refresh: without ``manager`` or ``plugins`` the ``triage`` entry-point plugins are read,
         once per process; ``refresh=True`` reads them again (after installing a plugin, in tests).
-    :raises ConfigError: a plugin registered a symbol twice, or its hook failed.
+    :raises ConfigError: one of ``plugins`` registered a symbol twice, or its hook failed. A
+        failing plugin of ``manager`` or an entry point is logged and listed in
+        :attr:`MetricRegistry.failed` instead; the other plugins' metrics are kept.
     """
     global _from_entry_points
     if plugins is not None:
-        return _register_all((getattr(p, "__name__", None) or type(p).__name__, p) for p in plugins)
+        named = ((getattr(p, "__name__", None) or type(p).__name__, p) for p in plugins)
+        return _register_all(named, strict=True)
     if manager is not None:
         registry = _by_manager.get(manager)
         if registry is None or refresh:

@@ -42,7 +42,12 @@ judge callable for ``"llm"``), ``fidelity_min`` (0.0), ``conflict_max`` (0.0), `
 have moved a little, so at 1σ a single, possibly wrong, feedback fused or suppressed; measured in
 ``benchmarks/RESULTS.md``: PQ-2H dev +8.7 → +10.0 points under 20 % flipped feedback, and the demo's
 held-out accuracy after 3 rounds, mean of seeds 0–3, 0.558 → 0.558 at 1σ and 0.558 → 0.600 at 2σ),
-``init`` (100), ``scale`` (200), ``staleness`` (1.0 s, see below).
+``init`` (100), ``scale`` (200), ``staleness`` (1.0 s, see below), ``max_per_query`` (3, or
+``None`` for no cap: the feedback events one source — ``human``, ``llm``, ``gold`` — can apply to
+one query; later ones are counted under the cause ``"over the cap per query"`` and change nothing,
+so a flood of ratings cannot drive a query's scores to 0; counted in the store's atomic counter
+``feedback.per_query.<source>.<framework>/<query id>`` when the store has one, so the cap holds
+across pulls and workers).
 
 Sharing one store (DESIGN §7; ``docs/postgres.md``). Many workers (gunicorn workers, hosts) may
 learn from one store:
@@ -85,7 +90,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from triage_plugins.adapter_kit.lru import LRU as _LRU
+from triage_plugins.contract.lru import LRU as _LRU
 from triage_plugins.contract.errors import ConfigError, FeedbackError
 from triage_plugins.contract.events import (
     Chunk,
@@ -155,6 +160,7 @@ DEFAULTS: dict[str, Any] = {
     "init": 100.0,
     "scale": 200.0,
     "staleness": 1.0,
+    "max_per_query": 3,
 }
 #: Seconds after a score change during which every staleness check drops the cache again.
 SETTLE = 5.0
@@ -170,7 +176,10 @@ UNATTRIBUTED_CAUSES = (
     "no answer entity",
     "no path to the answer",
     "no path scored",
+    "over the cap per query",
 )
+#: Prefix of the store counters of feedback applied per source and query (``max_per_query``).
+PER_QUERY = "feedback.per_query."
 
 
 @dataclass
@@ -197,6 +206,9 @@ def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"feedback.credit must be one of {', '.join(CREDIT_RULES)}, got {out['credit']!r}")
     if not isinstance(out["memory"], int) or out["memory"] < 1:
         raise ConfigError(f"feedback.memory must be a whole number >= 1, got {out['memory']!r}")
+    cap = out["max_per_query"]
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ConfigError(f"feedback.max_per_query must be a whole number >= 1 or None, got {cap!r}")
     stale = out["staleness"]
     if (
         isinstance(stale, bool)
@@ -312,6 +324,8 @@ class FeedbackLearner:
         self.last_evolution: EvolutionResult | None = None
         #: Feedback events that changed nothing, per cause (each cause is logged once).
         self.unattributed: Counter[str] = Counter()
+        #: Feedback applied per (source, framework, query id) when the store keeps no counter.
+        self._per_query: _LRU[tuple[str, str, str], int] = _LRU(max(size, 4096))
 
     # ------------------------------------------------------------------ state
 
@@ -484,6 +498,9 @@ class FeedbackLearner:
         if not paths:
             self._unattributed(f"no {unit} retrieved", key)
             return None
+        if not self._within_cap(event):
+            self._unattributed("over the cap per query", key)
+            return None
         self._keep_fresh(self.model(unit))
         context = EvaluationContext(
             unit=unit,  # type: ignore[arg-type]
@@ -571,6 +588,25 @@ class FeedbackLearner:
         if not isinstance(generation, GenerationEvent) or generation.context != "retrieved":
             generation = None
         return retrieval, generation
+
+    def _within_cap(self, event: FeedbackEvent) -> bool:
+        """Count ``event`` against ``max_per_query``; ``False`` when its source already reached the cap
+        for its query (the store's atomic counter when it has one, else this process's)."""
+        cap = self.options["max_per_query"]
+        if cap is None:
+            return True
+        name = f"{PER_QUERY}{event.source}.{event.framework}/{event.query_id}"
+        add_param = getattr(self.manager.store, "add_param", None)
+        if add_param is not None:
+            try:
+                return float(add_param(name, 1.0, bounds=(0.0, cap + 1.0))) <= cap
+            except Exception as exc:  # noqa: BLE001 - the store is down: count here instead
+                log.debug("could not count feedback per query in the store: %s", exc)
+        key = (event.source, event.framework, event.query_id)
+        with self._lock:
+            n = (self._per_query.get(key) or 0) + 1
+            self._per_query.put(key, n)
+        return n <= cap
 
     def _unattributed(self, cause: str, key: tuple[str, str]) -> None:
         """Count feedback that cannot be attributed: in :attr:`unattributed` and in the store's atomic

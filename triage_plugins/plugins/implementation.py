@@ -4,7 +4,8 @@ It keeps the :class:`~triage_plugins.contract.events.ExtractionEvent` objects it
 chunk and run), and when a :class:`~triage_plugins.contract.events.GraphEvent` arrives it computes the KG
 Validation metrics of that graph (with the event's ontology) and the KG Implementation metrics of the
 extractions kept (with the event's graph, aliases and ontology for CSR_link, SC and CVR), and
-writes them to ``manager.store`` as ``scope="graph"`` rows, ``scope_id`` = the framework name.
+writes them to ``manager.store`` as ``scope="graph"`` rows, ``scope_id`` = the framework name, then
+broadcasts them as a :class:`~triage_plugins.contract.records.GraphRecord` (``triage_graph_scored``).
 
 What it keeps is bounded, so a long-running deployment neither grows without end nor takes longer
 on each graph event: the latest ``implementation.max_chunks`` (chunk, run) pairs per framework, and
@@ -23,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.records import GraphRecord
 from triage_plugins.metrics.extraction import implementation_metrics
 from triage_plugins.metrics.validation import validation_metrics
 
@@ -113,11 +115,20 @@ class ImplementationRecorder:
             if evicted:
                 window = len(self._events.get(event.framework, ()))
                 measured = {
-                    name: replace(r, details={**r.details, "window_chunks": window, "evicted_chunks": evicted})
+                    name: replace(
+                        r, details={**r.details, "window_chunks": window, "evicted_chunks": evicted}
+                    )
                     for name, r in dict(measured).items()
                 }
             results.update(measured)
         self.latest[event.framework] = results
+        self._write(event, results)
+        emit = getattr(self._manager, "emit_graph_scored", None)
+        if emit is not None:
+            emit(GraphRecord(event.framework, event, results))
+
+    def _write(self, event: GraphEvent, results: Mapping[str, MetricResult]) -> None:
+        """The graph's metric rows (``scope="graph"``, scope id = the framework)."""
         store = getattr(self._manager, "store", None)
         if store is None:
             return

@@ -17,7 +17,10 @@ hooks (no provider is created, no span is made, nothing is imported from the SDK
 triage.otel`` blocks it. Set the host's provider up before the manager is created (before
 ``instrument()``): the choice is made once, when the plugin loads.
 
-**Spans** (OpenInference semantic conventions, ``openinference.span.kind``):
+**Spans** (OpenInference semantic conventions, ``openinference.span.kind``). The metrics and chain
+readings are the scorer's (``triage_query_scored`` and ``triage_graph_scored`` records), never
+recomputed here: with the ``triage.usage`` scorer blocked there are no retrieval or answer spans, and
+with ``triage.implementation`` blocked no indexing trace.
 
 * ``triage.retrieval`` — RETRIEVER, one per retrieval event: ``input.value`` (the query),
   ``retrieval.documents.<i>.document.{id,content,score,metadata}`` for the retrieved triples then
@@ -29,7 +32,7 @@ triage.otel`` blocks it. Set the host's provider up before the manager is create
 * ``triage.gate`` — GUARDRAIL, the gate's decision (``triage.gate.action``, reason, suggestion);
 * ``triage.generation`` — CHAIN, the answer (``output.value``) with the generation metrics (AGR, AUR,
   ARF, KNI, and with gold Hits@1, F1) and the final signature;
-* ``triage.indexing`` — CHAIN, emitted when a graph event arrives: one ``triage.extraction`` child per
+* ``triage.indexing`` — CHAIN, emitted when a graph is scored: one ``triage.extraction`` child per
   chunk and run since the last graph (triple count, TCS, EC of the chunk when it has several runs) and
   a ``triage.graph`` child with the validation metrics (DNR, SRR, OC, LC, …).
 
@@ -57,10 +60,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from triage_plugins.adapter_kit.lru import LRU
+from triage_plugins.contract.lru import LRU
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.hookspecs import hookimpl
-from triage_plugins.diagnosis.chain import diagnose
 
 if TYPE_CHECKING:
     from triage_plugins.contract.events import (
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
         GraphEvent,
         RetrievalEvent,
     )
-    from triage_plugins.metrics.result import MetricResult
+    from triage_plugins.contract.records import GraphRecord, QueryRecord
 
 __all__ = ["OPTIONS", "OtelExporter", "OtelOff", "metric_attribute", "otel_plugin", "pin_current_span"]
 
@@ -238,12 +240,9 @@ class OtelExporter:
             int(options["otel.max_queries"])
         )
         self._gates: LRU[tuple[str, str], list[tuple[GateDecision, Any, int, int]]] = LRU(1024)
-        self._closed_book: LRU[tuple[str, str], GenerationEvent] = LRU(1024)
         self._extractions: dict[str, list[tuple[ExtractionEvent, int]]] = defaultdict(list)
         self._max_extractions = int(options["otel.max_extractions"])
         self._graph: Any = None
-        self._aliases: dict[str, str | None] = {}
-        self._grounder: Any = None
         self._registry: Any = None
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -288,28 +287,18 @@ class OtelExporter:
                 self._registry = BUILTIN_METRICS
         return self._registry
 
-    def _grounder_for(self) -> Any:
-        if self._grounder is None and self._graph is not None:
-            from triage_plugins.kg.grounding import shared_grounder
+    def _metric_attrs(self, record: QueryRecord, *stages: str) -> dict[str, Any]:
+        """Attributes of the record's metrics of ``stages`` (gold ones only for a gold query)."""
+        gold = record.gold is not None
+        specs = self._metrics_registry().per_query
+        names = [s.symbol for s in specs if s.stage in stages and (gold or not s.needs_gold)]
+        return metric_attributes(record.metrics[n] for n in names if n in record.metrics)
 
-            self._grounder = shared_grounder(self._graph, self._aliases)
-        return self._grounder
-
-    def _usage(self, retrieval: RetrievalEvent, *stages: str, **kwargs: Any) -> tuple[dict, dict]:
-        """(attributes of the ``stages``' metrics, every computed metric) for one query."""
-        from triage_plugins.metrics.usage import usage_metrics
-
-        registry = self._metrics_registry()
-        metrics = usage_metrics(retrieval, grounder=self._grounder_for(), metrics=registry, **kwargs)
-        gold = retrieval.gold is not None
-        names = [s.symbol for s in registry.per_query if s.stage in stages and (gold or not s.needs_gold)]
-        return metric_attributes(metrics[n] for n in names if n in metrics), metrics
-
-    def _signature(self, metrics: Mapping[str, MetricResult], phase: str) -> dict[str, Any]:
-        thresholds = {**self._metrics_registry().thresholds(), **self._manager.config.thresholds}
-        d = diagnose(metrics, thresholds)
-        attrs: dict[str, Any] = {"triage.signature.phase": phase}
-        if not d.defined:
+    @staticmethod
+    def _signature(record: QueryRecord) -> dict[str, Any]:
+        d = record.diagnosis
+        attrs: dict[str, Any] = {"triage.signature.phase": record.phase}
+        if d is None or not d.defined:
             attrs["triage.signature"] = "undetermined"
             return attrs
         failed = next((s.metric for s in d.steps if s.status == "fail"), None)
@@ -325,20 +314,33 @@ class OtelExporter:
 
     # ------------------------------------------------------------------ usage stage
 
-    @hookimpl(trylast=True)
+    @hookimpl
     def triage_graph(self, event: GraphEvent) -> None:
-        """Keep the graph for grounding and provenance; emit the indexing trace (after the recorders)."""
+        """Keep the graph for the retrieved triples' provenance."""
         with self._lock:
-            self._graph, self._aliases, self._grounder = event.graph, dict(event.aliases), None
-            extractions = self._extractions.pop(event.framework, [])
-        self._indexing_trace(event, extractions)
+            self._graph = event.graph
 
     @hookimpl
-    def triage_retrieval(self, event: RetrievalEvent) -> None:
+    def triage_graph_scored(self, record: GraphRecord) -> None:
+        """Emit the indexing trace with the graph's metrics as the implementation plugin scored them."""
+        with self._lock:
+            extractions = self._extractions.pop(record.framework, [])
+        self._indexing_trace(record, extractions)
+
+    @hookimpl
+    def triage_query_scored(self, record: QueryRecord) -> None:
+        """The retrieval span (phase ``retrieval``) or the answer's span (phase ``generation``)."""
+        if record.phase == "retrieval":
+            self._retrieval_span(record)
+        elif record.phase == "generation" and record.answer is not None:
+            self._generation_span(record.answer, record)
+
+    def _retrieval_span(self, record: QueryRecord) -> None:
+        event = record.retrieval
         end = time.time_ns()
         start = end - int((event.seconds or 0.0) * 1e9)
-        metrics_attrs, metrics = self._usage(event, "retrieval")
-        own = {**self._query_attrs(event), **metrics_attrs, **self._signature(metrics, "retrieval")}
+        metrics_attrs = self._metric_attrs(record, "retrieval")
+        own = {**self._query_attrs(event), **metrics_attrs, **self._signature(record)}
         room = (self._max_attributes - len(own) - 2) // 4  # 2: the span kind, triage.documents.omitted
         # documents first: were the provider's limit lower still, the SDK drops the oldest attributes
         attrs = {**self._documents(event, max(0, min(self._max_documents, room))), **own}
@@ -440,14 +442,16 @@ class OtelExporter:
 
     @hookimpl
     def triage_generation(self, event: GenerationEvent) -> None:
+        """A closed-book answer's span; an answer's span waits for its record (``triage_query_scored``)."""
+        if event.context == "none":
+            self._generation_span(event, None)
+
+    def _generation_span(self, event: GenerationEvent, record: QueryRecord | None) -> None:
         end = time.time_ns()
         start = end - int((event.seconds or 0.0) * 1e9)
         key = (event.framework, event.query_id)
         with self._lock:
             known = self._queries.get(key)
-            if event.context == "none":
-                self._closed_book.put(key, event)
-            closed = self._closed_book.get(key)
         attrs: dict[str, Any] = {
             "triage.query_id": event.query_id,
             "triage.framework": event.framework,
@@ -460,14 +464,10 @@ class OtelExporter:
         if event.prompt_tokens is not None:
             attrs["llm.token_count.prompt"] = event.prompt_tokens
         parent = self._parent(known[1] if known else None)
-        if known is not None and event.context == "retrieved":
-            retrieval = known[0]
-            attrs["input.value"] = self._cut(retrieval.query)
-            metric_attrs, metrics = self._usage(
-                retrieval, "generation", "closed_book", generation=event, closed_book=closed
-            )
-            attrs.update(metric_attrs)
-            attrs.update(self._signature(metrics, "generation"))
+        if record is not None:
+            attrs["input.value"] = self._cut(record.retrieval.query)
+            attrs.update(self._metric_attrs(record, "generation", "closed_book"))
+            attrs.update(self._signature(record))
         name = "triage.generation" if event.context == "retrieved" else "triage.generation.closed_book"
         self._span(name, self._kinds.CHAIN, attrs, parent, start, end)
 
@@ -480,8 +480,9 @@ class OtelExporter:
             if len(kept) < self._max_extractions:
                 kept.append((event, time.time_ns()))
 
-    def _indexing_trace(self, event: GraphEvent, extractions: list[tuple[ExtractionEvent, int]]) -> None:
+    def _indexing_trace(self, record: GraphRecord, extractions: list[tuple[ExtractionEvent, int]]) -> None:
         """One ``triage.indexing`` span: a child per chunk extraction and one for the graph's validation."""
+        event = record.event
         end = time.time_ns()
         start = min((t for _, t in extractions), default=end)
         root_attrs = {
@@ -497,22 +498,9 @@ class OtelExporter:
         inside = self._trace.set_span_in_context(root)
         for chunk_attrs, at in _extraction_attrs(extractions):
             self._span("triage.extraction", self._kinds.CHAIN, chunk_attrs, inside, at, at)
-        results = self._graph_metrics(event)
-        graph_attrs = {"triage.framework": event.framework, **metric_attributes(results.values())}
+        graph_attrs = {"triage.framework": event.framework, **metric_attributes(record.metrics.values())}
         self._span("triage.graph", self._kinds.EVALUATOR, graph_attrs, inside, end, time.time_ns())
         root.end(end_time=time.time_ns())
-
-    def _graph_metrics(self, event: GraphEvent) -> dict[str, MetricResult]:
-        """The validation (and implementation) metrics the implementation recorder just computed, or
-        the validation metrics computed here when that plugin is blocked."""
-        getter = getattr(self._manager, "get_plugin", None)
-        recorder = getter("triage.implementation") if getter else None
-        latest = getattr(recorder, "latest", {}).get(event.framework) if recorder is not None else None
-        if latest is not None:
-            return dict(latest)
-        from triage_plugins.metrics.validation import validation_metrics
-
-        return dict(validation_metrics(event.graph, ontology=event.ontology))
 
 
 def _attribute_limit(provider: Any) -> int:

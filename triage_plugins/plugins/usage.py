@@ -1,4 +1,10 @@
-"""The usage-metric recorder: a default plugin writing TRIAGE §4.3 metrics and the chain signature.
+"""The scorer: a default plugin scoring each query once (TRIAGE §4.3 metrics and the §4.5 chain).
+
+Each scoring step is assembled into one frozen :class:`~triage_plugins.contract.records.QueryRecord`
+(DESIGN §4 "Scoring once"), written to the store from the record and broadcast through
+``triage_query_scored(record)``; the OTel exporter, the gate, ``triage score`` and ``triage compare``
+read the record instead of computing the metrics again. The gate's decision on a query (seen by a
+``triage_gate`` wrapper) travels in the query's later records.
 
 The metrics are the per-query usage metrics of the manager's metric registry
 (:func:`~triage_plugins.metrics.registry.metric_registry`: the built-ins plus those plugins register
@@ -34,18 +40,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.records import QueryRecord
 from triage_plugins.diagnosis.chain import diagnose
 from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
 from triage_plugins.metrics.usage import usage_metrics
 
 if TYPE_CHECKING:
-    from triage_plugins.contract.events import GenerationEvent, GraphEvent, RetrievalEvent
+    from triage_plugins.contract.events import GateDecision, GenerationEvent, GraphEvent, RetrievalEvent
+    from triage_plugins.contract.records import Phase
+    from triage_plugins.diagnosis.chain import Diagnosis
     from triage_plugins.metrics.result import MetricResult
 
 __all__ = ["UsageRecorder"]
@@ -60,19 +69,25 @@ class _Query:
     closed_book: GenerationEvent | None = None
     closed_book_written: bool = False
     metrics: dict[str, MetricResult] | None = None  # retrieval-time results, reused by the first answer
+    gate: GateDecision | None = None
 
 
 class UsageRecorder:
-    """Default plugin computing and storing per-query usage metrics and signatures.
+    """Default plugin scoring each query once: records, rows and signatures.
 
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (reads ``.store``, ``.config``
-        and ``.run_id``).
+        and ``.run_id``; broadcasts through ``emit_query_scored`` when it has one).
+    :param registry: the metrics to compute (default: the manager's registry, read on first use).
+    :param complete: compute every per-query metric at every phase (a replay's final record of a query
+        never answered then holds the generation metrics as N/A), not only the phase's own.
     """
 
     #: Options this plugin reads (``TriageConfig.options``), with their defaults.
     triage_options: ClassVar[Mapping[str, Any]] = {"usage.max_queries": 10_000}
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(
+        self, manager: Any, *, registry: MetricRegistry | None = None, complete: bool = False
+    ) -> None:
         self._manager = manager
         self._graph: Any = None
         self._aliases: dict[str, str | None] = {}
@@ -81,7 +96,8 @@ class UsageRecorder:
         self._early: OrderedDict[str, list[GenerationEvent]] = OrderedDict()
         self._lock = threading.Lock()
         self._max = int(manager.config.options.get("usage.max_queries", 10_000))
-        self._registry: MetricRegistry | None = None
+        self._registry: MetricRegistry | None = registry
+        self._complete = complete
         self._names: dict[tuple[str, bool], tuple[str, ...]] = {}
         self._needed: dict[tuple[str, bool], frozenset[str]] = {}
         self._pending: list[tuple[Any, str | None, list[Any]]] = []  # (store, run id, rows) this batch
@@ -96,6 +112,12 @@ class UsageRecorder:
 
             self._grounder = shared_grounder(self._graph, self._aliases)
         return self._grounder
+
+    @property
+    def grounder(self) -> Any:
+        """The grounder over the last graph seen (``None`` before any graph event)."""
+        with self._lock:
+            return self._grounder_for()
 
     def _remember(self, table: OrderedDict, key: str, value: Any) -> None:
         table[key] = value
@@ -130,9 +152,11 @@ class UsageRecorder:
             self._names[(stage, gold)] = names
         return names
 
-    def _compute(self, phase: str, gold: bool) -> frozenset[str]:
-        """The symbols computed at ``phase``: those written then, and the chain links of that phase
-        (the signature reads them). At ``"generation"`` the retrieval-time ones are reused."""
+    def _compute(self, phase: str, gold: bool) -> frozenset[str] | None:
+        """The symbols computed at ``phase`` (``None``: all): those written then, and the chain links
+        of that phase (the signature reads them). At ``"generation"`` the retrieval-time ones are reused."""
+        if self._complete:
+            return None
         needed = self._needed.get((phase, gold))
         if needed is None:
             if phase == "retrieval":
@@ -166,9 +190,28 @@ class UsageRecorder:
         )
         entry.metrics = metrics
         names = self._stage("retrieval", gold)
-        self._write(event, [metrics[n] for n in names], metrics, "retrieval")
+        self._publish(self._record(entry, "retrieval", metrics, names, chain=True))
         for generation in early:
             self.triage_generation(generation)
+
+    @hookimpl(wrapper=True)
+    def triage_gate(self, event: RetrievalEvent) -> Generator[None, Any, Any]:
+        """See the final gate decision on the host's thread; it joins the query on the worker."""
+        decision = yield
+        if decision is not None:
+            defer = getattr(self._manager, "defer", None)
+            try:
+                if defer is not None:
+                    defer(self._gate_seen, event, decision)
+            except Exception as exc:  # noqa: BLE001 - a wrapper is not isolated: never raise into the host
+                log.debug("gate decision not queued: %s", exc)
+        return decision
+
+    def _gate_seen(self, event: RetrievalEvent, decision: GateDecision) -> None:
+        with self._lock:
+            entry = self._queries.get(event.query_id)
+            if entry is not None and entry.retrieval.framework == event.framework:
+                entry.gate = decision
 
     @hookimpl
     def triage_generation(self, event: GenerationEvent) -> None:
@@ -200,38 +243,68 @@ class UsageRecorder:
         if known is not None:
             metrics = {**known, **metrics}
         if event.context == "none":
-            defined = [metrics[n] for n in self._stage("closed_book", gold) if metrics[n].value is not None]
+            defined = tuple(n for n in self._stage("closed_book", gold) if metrics[n].value is not None)
             if not entry.closed_book_written and defined:
                 entry.closed_book_written = True
-                self._write(retrieval, defined, None, "generation")
+                self._publish(self._record(entry, "closed_book", metrics, defined, chain=False))
             return
-        rows = [metrics[n] for n in self._stage("generation", gold)]
+        names = self._stage("generation", gold)
         if closed is not None:
-            rows.extend(metrics[n] for n in self._stage("closed_book", gold))
+            names += self._stage("closed_book", gold)
             entry.closed_book_written = True
-        self._write(retrieval, rows, metrics, "generation")
+        self._publish(self._record(entry, "generation", metrics, names, chain=True))
 
-    # ------------------------------------------------------------------ writing
+    # ------------------------------------------------------------------ records
 
     def _thresholds(self) -> dict[str, float]:
         return {**self.metrics().thresholds(), **self._manager.config.thresholds}
 
-    def _write(
+    def _record(
         self,
-        retrieval: RetrievalEvent,
-        results: list[MetricResult],
-        chain: dict[str, MetricResult] | None,
-        phase: str,
-    ) -> None:
+        entry: _Query,
+        phase: Phase,
+        metrics: dict[str, MetricResult],
+        settled: tuple[str, ...],
+        *,
+        chain: bool,
+    ) -> QueryRecord:
+        """The one record of this scoring step (the chain read when ``chain``)."""
+        retrieval = entry.retrieval
+        return QueryRecord(
+            retrieval.framework,
+            retrieval.query_id,
+            phase,
+            retrieval,
+            metrics,
+            settled,
+            diagnose(metrics, self._thresholds()) if chain else None,
+            entry.gate,
+            entry.answer if phase != "retrieval" else None,
+            entry.closed_book if phase != "retrieval" else None,
+        )
+
+    def _publish(self, record: QueryRecord) -> None:
+        """Write the record's rows, then broadcast it (``triage_query_scored``)."""
+        self._write(record)
+        emit = getattr(self._manager, "emit_query_scored", None)
+        if emit is not None:
+            emit(record)
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, record: QueryRecord) -> None:
         store = getattr(self._manager, "store", None)
         if store is None:
             return
         from triage_plugins.store import MetricRow
 
+        retrieval = record.retrieval
         fields = {"framework": retrieval.framework, "retriever": retrieval.retriever}
-        rows = [MetricRow.from_result("query", retrieval.query_id, r, **fields) for r in results]
-        if chain is not None:
-            rows.append(self._signature_row(retrieval, chain, phase, fields))
+        rows = [
+            MetricRow.from_result("query", retrieval.query_id, r, **fields) for r in record.settled_results()
+        ]
+        if record.diagnosis is not None:
+            rows.append(_signature_row(retrieval, record.diagnosis, record.phase, fields))
         run_id = getattr(self._manager, "run_id", None)
         if self._batched and self._manager.batching():
             with self._lock:
@@ -262,19 +335,18 @@ class UsageRecorder:
         if failed is not None:
             raise failed  # the manager counts it
 
-    def _signature_row(
-        self, retrieval: RetrievalEvent, metrics: dict[str, MetricResult], phase: str, fields: dict
-    ):
-        from triage_plugins.store import MetricRow
 
-        d = diagnose(metrics, self._thresholds())
-        failed = next((s.metric for s in d.steps if s.status == "fail"), None)
-        name = d.signature if d.defined else "undetermined"
-        details = {
-            "phase": phase,
-            "signature": d.signature if d.defined else None,
-            "stage": d.remediation.stage if d.defined else None,
-            "evaluated": ",".join(d.evaluated),
-            "failed": failed,
-        }
-        return MetricRow("query", retrieval.query_id, "signature", None, name, details=details, **fields)
+def _signature_row(retrieval: RetrievalEvent, d: Diagnosis, phase: str, fields: dict) -> Any:
+    """The ``"signature"`` row of one chain reading (see the module docstring)."""
+    from triage_plugins.store import MetricRow
+
+    failed = next((s.metric for s in d.steps if s.status == "fail"), None)
+    name = d.signature if d.defined else "undetermined"
+    details = {
+        "phase": phase,
+        "signature": d.signature if d.defined else None,
+        "stage": d.remediation.stage if d.defined else None,
+        "evaluated": ",".join(d.evaluated),
+        "failed": failed,
+    }
+    return MetricRow("query", retrieval.query_id, "signature", None, name, details=details, **fields)

@@ -22,7 +22,18 @@ from dataclasses import dataclass
 from triage_plugins.contract.errors import DatasetError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 
-__all__ = ["CATEGORIES", "ProbeQuestion", "build_probe"]
+__all__ = ["CATEGORIES", "PAPER_TABLE5", "PAPER_THETA_ERC", "ProbeQuestion", "build_probe"]
+
+#: TRIAGE Table 5 (PQ-3H, five retrievers pooled, 480 observations), for side-by-side reporting.
+PAPER_TABLE5: dict[str, dict[str, float]] = {
+    "ERC < 0.5": {"CC": 44.3, "Hits@1": 77.1},
+    "0.5 <= ERC < 1": {"CC": 45.5},
+    "ERC = 1": {"CC": 98.4, "Hits@1": 91.4},
+    "RRS = 0": {"CC": 54.8},
+    "RRS > 0": {"CC": 93.2},
+}
+#: The paper's ERC threshold on this probe (Youden's J).
+PAPER_THETA_ERC = 0.67
 
 CATEGORIES: tuple[str, ...] = (
     "off-topic",

@@ -12,7 +12,18 @@ from typing import TYPE_CHECKING, Any
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES
 from triage_plugins.metrics.registry import MetricRegistry, metric_registry
 from triage_plugins.report import plots
-from triage_plugins.report.html import Safe, cell, figures, metric_cell, number, page, section, table
+from triage_plugins.report.html import (
+    Safe,
+    cell,
+    details,
+    esc,
+    figures,
+    metric_cell,
+    number,
+    page,
+    section,
+    table,
+)
 
 if TYPE_CHECKING:
     from triage_plugins.apps.compare import CompareResult, CompareRow, Difference, MetricSummary, SeedSummary
@@ -74,11 +85,29 @@ def _wrapped(title: str, content: Safe, *, anchor: str, intro: str) -> Safe:
     return section(title, Safe('<div class="wrap">'), content, Safe("</div>"), anchor=anchor, intro=intro)
 
 
+def _wide(content: Safe) -> Safe:
+    """``content`` in a box that scrolls sideways when it is wider than the page."""
+    return Safe(f'<div class="wrap">{content}</div>')
+
+
 def _setup_cell(row: CompareRow) -> Safe:
-    """The row's query set-up; a non-default one is flagged ``(non-default: …)`` (#18 item 3)."""
+    """The row's query set-up: ``default``, or ``non-default`` opening to its description (#18 item 3)."""
     if row.setup.default:
-        return cell(row.setup.description, cls="muted")
-    return cell(row.setup.label, cls="bad")
+        return cell("default", title=row.setup.description, cls="muted")
+    return Safe(f'<details class="setup"><summary>{cell("non-default", cls="bad")}</summary>'
+                f'{cell(row.setup.description)}</details>')  # fmt: skip
+
+
+def _row_label(row: CompareRow) -> Safe:
+    """The row's label with a short ``non-default`` marker; the set-up text is in Frameworks."""
+    if row.setup.default:
+        return cell(row.label)
+    why = _short(row.setup.description, 300)
+    return Safe(f'{cell(row.label)} <a class="bad" href="#frameworks" title="{esc(why)}">non-default</a>')
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _overview_section(rows: list[CompareRow]) -> Safe:
@@ -172,7 +201,7 @@ def _gold_section(with_gold: list[CompareRow], columns: tuple[str, ...]) -> Safe
 
     gold = table(
         ["framework / mode", *columns],
-        [[r.display_label, *(shown(r, m) for m in columns)] for r in with_gold],
+        [[_row_label(r), *(shown(r, m) for m in columns)] for r in with_gold],
         numeric=range(1, 1 + len(columns)),
     )
     bars = plots.bar_chart(
@@ -184,7 +213,9 @@ def _gold_section(with_gold: list[CompareRow], columns: tuple[str, ...]) -> Safe
     )
     return section(
         "Answer accuracy (gold)",
+        Safe('<div class="wrap">'),
         gold,
+        Safe("</div>"),
         figures(bars),
         anchor="gold",
         intro=f"Only for questions that carry gold answers: {', '.join(columns)} (CC: the gold answer is in "
@@ -193,21 +224,52 @@ def _gold_section(with_gold: list[CompareRow], columns: tuple[str, ...]) -> Safe
     )
 
 
-def _differences_section(differences: list[Difference]) -> Safe:
-    """The paired Hits@1 differences between every two rows, each marked significant or not."""
-    hits = [d for d in differences if d.metric == "Hits@1"]
-    rows = [
+def _p(value: float | None) -> str:
+    if value is None:
+        return "N/A"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _difference_rows(hits: list[Difference]) -> list[list[object]]:
+    return [
         [d.a, d.b, number(d.interval.estimate), f"[{number(d.interval.low)}, {number(d.interval.high)}]",
-         cell("yes", cls="good") if d.significant else cell("not significant", cls="muted")]
+         _p(d.p_value), _p(d.p_holm),
+         cell("yes", cls="good") if d.significant_holm else cell("no", cls="muted")]
         for d in hits
     ]  # fmt: skip
+
+
+_DIFF_HEADERS = ["a", "b", "Hits@1 a − b", "95 % interval", "p", "Holm p", "significant (Holm)"]
+
+
+def _differences_section(differences: list[Difference]) -> Safe:
+    """The paired Hits@1 differences between every two rows, Holm-corrected: the significant pairs
+    first, the others folded away."""
+    hits = [d for d in differences if d.metric == "Hits@1"]
+    sig = sorted((d for d in hits if d.significant_holm), key=lambda d: d.p_holm or 0.0)
+    rest = [d for d in hits if not d.significant_holm]
+    parts: list[object] = [
+        table(_DIFF_HEADERS, _difference_rows(sig), numeric=(2, 3, 4, 5)) if sig else
+        Safe('<p class="note">No pair differs significantly after the Holm correction.</p>'),
+    ]  # fmt: skip
+    if rest:
+        parts.append(
+            details(
+                f"{len(rest)} of {len(hits)} pairs not distinguishable after Holm",
+                table(_DIFF_HEADERS, _difference_rows(rest), numeric=(2, 3, 4, 5)),
+            )
+        )
     return section(
         "Hits@1 differences",
-        table(["a", "b", "Hits@1 a − b", "95 % interval", "significant"], rows, numeric=(2, 3)),
+        Safe('<div class="wrap">'),
+        *parts,
+        Safe("</div>"),
         anchor="differences",
-        intro="Paired over the questions both rows answered (clustered BCa, the same resamples for every "
-        "pair). A difference whose interval contains 0 is not significant: those two rows are not "
-        "distinguishable on these questions.",
+        intro=f"Paired over the questions both rows answered (clustered BCa, the same resamples for every "
+        f"pair). {len(hits)} pairs are tested at once, so each p-value is corrected for multiple "
+        f"comparisons by Holm–Bonferroni over the {len(hits)} pairs (family-wise error ≤ 5 %): "
+        f"{len(sig)} pairs are significant after it, {sum(d.significant for d in hits)} before it "
+        "(the 95 % interval alone excludes 0).",
     )
 
 
@@ -229,7 +291,7 @@ def _chain_section(ok: list[CompareRow]) -> Safe:
     return section(
         "Diagnostic chain",
         figures(sig_bars),
-        sig_table,
+        _wide(sig_table),
         Safe("<h3>Chain funnels</h3>"),
         figures(*funnels) if funnels else "No query was diagnosed.",
         anchor="chain",
@@ -252,7 +314,7 @@ _SEED_HEADERS = ("framework / mode", "Hits@1 mean", "95 % interval", "per seed",
 
 def _seeds_section(summary: SeedSummary, rows: list[CompareRow]) -> Safe:
     """Per row, Hits@1 and the supported share over corpus seeds: mean, 95 % t interval, per-seed values."""
-    shown = {r.label: r.display_label for r in rows}
+    shown: dict[str, object] = {r.label: _row_label(r) for r in rows}
 
     def stat(label: str, metric: str) -> tuple[str, str, str]:
         s = summary.rows[label].get(metric)
@@ -266,7 +328,7 @@ def _seeds_section(summary: SeedSummary, rows: list[CompareRow]) -> Safe:
     seeds = summary.seeds
     return section(
         "Across seeds",
-        table(_SEED_HEADERS, body, numeric=(1, 2, 4, 5)),
+        _wide(table(_SEED_HEADERS, body, numeric=(1, 2, 4, 5))),
         anchor="seeds",
         intro=f"The comparison repeated over corpus seeds {seeds[0]}–{seeds[-1]} ({len(seeds)} corpora): the "
         "mean over seeds of each row's rate with a 95 % Student-t interval over seeds (N/A where the row "
@@ -295,9 +357,15 @@ def _rounds_section(with_rounds: list[CompareRow]) -> Safe:
     def acc(s: Any) -> float | None:
         return s.held_out if held else s.hits_at_1
 
-    series = {r.label: [(float(s.round), acc(s)) for s in r.rounds] for r in with_rounds}
-    what = "Held-out Hits@1 (questions never rated)" if held else "Hits@1"
-    chart = plots.line_chart(series, title=f"{what} per feedback round", x_label="feedback round", width=640)
+    what = "held-out Hits@1" if held else "Hits@1"
+    changes = sorted(
+        ((r.label, 100 * (last - first)) for r in with_rounds
+         if (first := acc(r.rounds[0])) is not None and (last := acc(r.rounds[-1])) is not None),
+        key=lambda item: -item[1],
+    )  # fmt: skip
+    chart = plots.diverging_bars(
+        changes, title=f"Change in {what}, last round − round 0 (points)", width=640, label_width=230
+    )
     max_round = max(len(r.rounds) for r in with_rounds)
     rounds_table = table(
         ["framework / mode", *(f"round {i}" for i in range(max_round))],
@@ -316,44 +384,49 @@ def _rounds_section(with_rounds: list[CompareRow]) -> Safe:
     ]
     return section(
         "Feedback rounds",
-        figures(chart),
-        rounds_table,
+        figures(chart) if changes else "No row has an accuracy in both the first and the last round.",
+        _wide(rounds_table),
         Safe("<h3>Contribution-score drift (most promoted and most suppressed)</h3>"),
         figures(*drift) if drift else "No contribution score moved.",
         anchor="rounds",
         intro="EvoRAG: after each round the gold feedback on the rated questions is backpropagated into "
         "the contribution scores and the next round retrieves with the learned reweighting (only "
         "retrievers that consult triage_rerank can change). Accuracy is measured on the held-out "
-        "questions, which are never rated.",
+        "questions, which are never rated. The chart shows each row's change over the rounds; the table "
+        "each round's value.",
     )
 
 
 def compare_html(result: CompareResult, *, registry: MetricRegistry | None = None) -> str:
-    """Render a :class:`~triage_plugins.apps.compare.CompareResult` as one self-contained HTML document.
+    """Render a :class:`~triage_plugins.apps.compare.CompareResult` as one self-contained HTML document,
+    one tab per section, answer accuracy first.
 
     :param registry: whose metric columns to show (default: the registry ``triage compare`` scores with).
     """
     registry = metric_registry() if registry is None else registry
     columns = compare_columns(registry)
     ok = [r for r in result.rows if r.status == "ok"]
-    sections: list[object] = [_overview_section(result.rows)]
+    overview = _overview_section(result.rows)
     if not ok:
-        sections.append(section("Results", "No framework completed.", anchor="results"))
-        return _page(result, _with_notes(result, sections))
-    sections.append(_kg_section(ok, columns))
+        return _page(
+            result,
+            _with_notes(result, [overview, section("Results", "No framework completed.", anchor="results")]),
+        )
+    kg = _kg_section(ok, columns)
     ok = [r for r in ok if r.queries]
     if not ok:
-        sections.append(section("KG Usage", "No query was answered: no usage metrics.", anchor="usage"))
-        return _page(result, _with_notes(result, sections))
-    sections.append(_usage_section(ok, columns["usage"], registry))
+        usage = section("KG Usage", "No query was answered: no usage metrics.", anchor="usage")
+        return _page(result, _with_notes(result, [overview, kg, usage]))
+    first: list[object] = []
     with_gold = [r for r in ok if r.gold is not None]
-    if result.across_seeds is not None:
-        sections.append(_seeds_section(result.across_seeds, result.rows))
     if with_gold:
-        sections.append(_gold_section(with_gold, columns["gold"]))
+        first.append(_gold_section(with_gold, columns["gold"]))
     if any(d.metric == "Hits@1" for d in result.differences):
-        sections.append(_differences_section(result.differences))
-    sections += [_chain_section(ok), _rhd_section(ok)]
+        first.append(_differences_section(result.differences))
+    if result.across_seeds is not None:
+        first.append(_seeds_section(result.across_seeds, result.rows))
+    sections = [*first, overview, kg, _usage_section(ok, columns["usage"], registry), _chain_section(ok),
+                _rhd_section(ok)]  # fmt: skip
     with_rounds = [r for r in ok if r.rounds]
     if with_rounds:
         sections.append(_rounds_section(with_rounds))
@@ -368,6 +441,25 @@ def _with_notes(result: CompareResult, sections: list[object]) -> list[object]:
     return sections
 
 
+_TABS = {"gold": "Accuracy", "differences": "Differences", "seeds": "Seeds", "frameworks": "Frameworks",
+         "results": "Results", "kg": "KG", "usage": "Usage", "chain": "Chain", "rhd": "RHD",
+         "rounds": "Feedback", "notes": "Notes"}  # fmt: skip
+
+#: Shows one section at a time (the nav's tabs; ``#all`` shows every one); without it all show.
+TAB_SCRIPT = r"""(function(){
+"use strict";
+var doc=document;doc.documentElement.classList.add("js");
+var panes=[].slice.call(doc.querySelectorAll("main > section[id]"));
+var links=[].slice.call(doc.querySelectorAll("nav a[data-tab]"));
+function show(name){var all=name==="all";
+ if(!all&&!panes.some(function(p){return p.id===name;}))name=panes.length?panes[0].id:"";
+ panes.forEach(function(p){p.hidden=!all&&p.id!==name;});
+ links.forEach(function(a){a.classList.toggle("on",a.dataset.tab===(all?"all":name));});}
+function route(){var h="";try{h=decodeURIComponent(location.hash.slice(1));}catch(e){h="";}show(h);}
+window.addEventListener("hashchange",route);route();
+})();"""
+
+
 def _page(result: CompareResult, sections: list[object]) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     seeds = result.across_seeds.seeds if result.across_seeds is not None else (result.seed,)
@@ -376,6 +468,15 @@ def _page(result: CompareResult, sections: list[object]) -> str:
         f"Corpus: {result.corpus} · {result.questions} questions · {seed_text} · "
         f"{result.feedback_rounds} feedback round(s) · {stamp}"
     )
-    nav = [("frameworks", "Frameworks"), ("kg", "KG"), ("usage", "Usage"), ("seeds", "Seeds"), ("gold", "Accuracy"),
-           ("differences", "Differences"), ("chain", "Chain"), ("rhd", "RHD"), ("rounds", "Feedback"), ("notes", "Notes")]  # fmt: skip
-    return page("triage compare", subtitle, sections, nav=nav)
+    present = [a for s in sections if (a := _anchor(s)) in _TABS]
+    nav = [(a, _TABS[a]) for a in present] + [("all", "All sections")]
+    return page("triage compare", subtitle, sections, nav=nav, script=TAB_SCRIPT)
+
+
+def _anchor(part: object) -> str:
+    text = str(part)
+    return (
+        text[len('<section id="') : text.index('"', len('<section id="'))]
+        if text.startswith('<section id="')
+        else ""
+    )

@@ -201,9 +201,13 @@ def parse_since(text: str | None, *, now: float | None = None) -> float | None:
     if m:
         return now - float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
     try:
-        return float(text)
+        epoch = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(epoch):
+            raise ConfigError(f"--since {text!r}: epoch seconds must be a finite number")
+        return epoch
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -640,6 +644,18 @@ def _query_rows(
     return by_group, first_ts
 
 
+def _faults_note(runs: list) -> str:
+    """The runs' failed store writes (``RunRow.faults``) by cause, summed; ``""`` when none failed."""
+    from triage_plugins.store.guard import describe_faults, sum_faults
+
+    total = sum_faults(getattr(r, "faults", None) or {} for r in runs)
+    text = describe_faults(total)
+    if not text:
+        return ""
+    faulty = sum(1 for r in runs if (getattr(r, "faults", None) or {}).get("failed"))
+    return f"{text}, in {faulty} of {len(runs)} runs"
+
+
 def _lost_note(runs: list, dropped: int, undelivered: int) -> str:
     lossy = sum(1 for r in runs if r.dropped or r.undelivered)
     return (
@@ -716,6 +732,9 @@ def build_store_report(
     undelivered = sum(r.undelivered for r in runs)
     if dropped or undelivered:
         notes.insert(0, _lost_note(runs, dropped, undelivered))
+    faults = _faults_note(runs)
+    if faults:
+        notes.insert(0, faults)
     return StoreReport(
         store=str(getattr(store, "url", store)),
         generated_at=time.time(),

@@ -66,16 +66,46 @@ def _usage_table(result: DemoResult, console: Console) -> RenderableType:
             values = _defined(queries, col)
             cells.append(f"{statistics.median(values):.0f}" if values else "N/A")
         acc = result.accuracy.get(name)
+        chain = _chain_cells(queries)
         rows.append(
-            (Text(name, style="bold"), [str(len(queries)), *cells, "-" if acc is None else f"{acc:.1%}"])
+            (
+                Text(name, style="bold"),
+                [str(len(queries)), *cells, "-" if acc is None else f"{acc:.1%}", *chain],
+            )
         )
     title = "KG Usage per retriever (means over defined values; N/A excluded)"
-    columns = [(col, "right") for col in ("n", *means, *medians, "ACC")]
+    columns = [(col, "right") for col in ("n", *means, *medians, "ACC", "supported", "silent")]
     return matrix_table(console, title, ("retriever", "metric"), rows, columns)
 
 
+def _silent_line(result: DemoResult) -> str:
+    """What the supported and silent columns count, with the silent failures over every retriever."""
+    silent = sum(_silent(q) for q in result.usage.queries)
+    return (
+        "[dim]supported: share of the retriever's queries with no broken chain link; silent: supported, "
+        f"yet answered wrong (Hits@1 = 0). [/][bold red]{silent} silent failures[/][dim] over all "
+        f"retrievers: the chain saw nothing wrong (`triage report {escape(result.store or 'STORE')} --html "
+        "report.html` lists them first)[/]"
+    )
+
+
+def _silent(q: object) -> bool:
+    hits = q.metrics.get("Hits@1")  # type: ignore[attr-defined]
+    return q.signature == "supported" and hits is not None and hits.value == 0  # type: ignore[attr-defined]
+
+
+def _chain_cells(queries: list) -> list[Text | str]:
+    """The retriever's supported share and its silent failures (supported, yet Hits@1 = 0), in red."""
+    supported = [q for q in queries if q.signature == "supported"]
+    silent = sum(_silent(q) for q in queries)
+    share = f"{len(supported) / len(queries):.0%}" if queries else "-"
+    return [share, Text(str(silent), style="bold red" if silent else "")]
+
+
 def _signature_table(result: DemoResult) -> Table:
-    table = Table(title="Chain signatures (first broken link) and what to do", title_justify="left")
+    table = Table(
+        title="Chain signatures over all retrievers (first broken link) and what to do", title_justify="left"
+    )
     table.add_column("signature", style="bold")
     table.add_column("queries", justify="right")
     table.add_column("stage")
@@ -112,8 +142,10 @@ def _rounds_table(result: DemoResult) -> Table:
     return table
 
 
-def render_demo(result: DemoResult, console: Console) -> None:
-    """Print the demo summary: phases, usage per retriever, signatures, a traced query, learning."""
+def render_demo(result: DemoResult, console: Console, *, more_seeds: int = 0) -> None:
+    """Print the demo summary: phases, usage per retriever, signatures, a traced query, learning.
+
+    :param more_seeds: how many worlds the seeds table that follows covers (0: none follows)."""
     w = result.world
     console.print(
         Panel.fit(
@@ -127,6 +159,7 @@ def render_demo(result: DemoResult, console: Console) -> None:
     console.print(fold_table(_phase_table("KG Implementation (extraction)", result.implementation), console))
     console.print(fold_table(_phase_table("KG Validation (graph)", result.validation), console))
     console.print(_usage_table(result, console))
+    console.print(_silent_line(result))
     console.print(fold_table(_signature_table(result), console))
     if result.traced is not None and result.traced.diagnosis is not None:
         q = result.traced
@@ -140,13 +173,22 @@ def render_demo(result: DemoResult, console: Console) -> None:
     if result.rounds:
         console.print(fold_table(_rounds_table(result), console))
         gain = result.rounds[-1]["test_accuracy"] - result.rounds[0]["test_accuracy"]
+        where = (
+            f"the table below repeats it over {more_seeds} worlds with a 95 % interval"
+            if more_seeds > 1
+            else "no interval; `triage demo --seeds 5` repeats it over five worlds with a 95 % interval"
+        )
         console.print(
             f"[dim]held-out: {100 * gain:+.1f} points after {len(result.rounds) - 1} round(s) on this one "
-            "world, with no interval; `triage demo --seeds 5` repeats it over five worlds with a 95 % "
-            "interval[/]"
+            f"world (seed {result.seed}); {where}[/]"
         )
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
+    console.print(
+        "[dim]every short name above (QGR, ERC, RRS, ARF, AGR, CSR …) is a TRIAGE metric: "
+        "`triage explain ERC` says what one measures and what to do when it is low; "
+        "`triage explain --list` lists them[/]"
+    )
     tail = f"done in {result.seconds:.1f} s"
     if result.store:
         tail += f"; trace and scores in {escape(result.store)} (inspect with `triage store info`, `triage report`)"
@@ -198,7 +240,7 @@ def _seeds_table(result: DemoSeeds) -> Table:
 def render_demo_seeds(result: DemoSeeds, console: Console) -> None:
     """Print the first seed's demo as :func:`render_demo` does, then accuracy before and after the
     feedback rounds over all seeds with a 95 % t-interval."""
-    render_demo(result.first, console)
+    render_demo(result.first, console, more_seeds=len(result.seeds))
     if not result.before.values:
         console.print("[yellow]note:[/] no feedback rounds ran: no learning to summarize over seeds")
         return

@@ -32,6 +32,7 @@ __all__ = [
     "script_hash",
     "section",
     "table",
+    "wide",
 ]
 
 
@@ -106,6 +107,11 @@ def table(
     return Safe("".join(out))
 
 
+def wide(content: object) -> Safe:
+    """``content`` (escaped unless :class:`Safe`) in a box that scrolls sideways when wider than the page."""
+    return Safe(f'<div class="wrap">{esc(content)}</div>')
+
+
 def section(title: str, *parts: object, anchor: str | None = None, intro: str | None = None) -> Safe:
     """A titled section; ``parts`` are escaped unless :class:`Safe`."""
     ident = f' id="{esc(anchor)}"' if anchor else ""
@@ -136,8 +142,8 @@ body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-seri
 header{background:var(--bg);border-bottom:1px solid var(--line);padding:18px 32px}
 header h1{margin:0 0 4px;font-size:22px}
 header p{margin:0;color:var(--muted)}
-nav{margin-top:8px;font-size:13px}
-nav a{color:var(--accent);margin-right:14px;text-decoration:none}
+nav{margin-top:8px;font-size:13px;display:flex;flex-wrap:wrap;gap:4px 14px}
+nav a{color:var(--accent);text-decoration:none}
 main{padding:8px 32px 40px;max-width:1400px}
 section{margin-top:26px}
 h2{font-size:18px;border-bottom:1px solid var(--line);padding-bottom:4px;margin:0 0 10px}
@@ -147,8 +153,10 @@ table.data{border-collapse:collapse;margin:6px 0 14px;font-size:13px}
 table.data caption{text-align:left;font-weight:600;padding:4px 0}
 table.data th,table.data td{border:1px solid var(--line);padding:4px 8px;vertical-align:top}
 table.data th{background:var(--bg);text-align:left;font-weight:600;white-space:nowrap}
-table.data td:first-child{white-space:nowrap}
+table.data td:first-child{min-width:9em;max-width:24em;overflow-wrap:break-word}
+details.setup{max-width:36em;margin:0}details.setup summary{font-weight:400}
 .row{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
+.row>div{max-width:100%;min-width:0}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .wrap{overflow-x:auto}
 .na{color:#9a6700}
@@ -157,7 +165,8 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .good{color:#1a7f37;font-weight:600}
 .tag{display:inline-block;padding:0 6px;border-radius:9px;font-size:12px;color:#fff}
 .figs{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start;margin:6px 0 12px}
-figure{margin:0;padding:8px;border:1px solid var(--line);border-radius:6px;background:#fff}
+figure{margin:0;padding:8px;border:1px solid var(--line);border-radius:6px;background:#fff;max-width:100%}
+figure>svg{max-width:100%;height:auto}
 details{margin:6px 0}
 summary{cursor:pointer;font-weight:600}
 pre.trace{background:var(--bg);border:1px solid var(--line);padding:8px;font-size:12px;white-space:pre-wrap;margin:4px 0 10px}
@@ -183,6 +192,7 @@ th[aria-sort=descending]::after{content:" ▼"}
 #qpanel{position:sticky;top:8px;max-height:92vh;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:10px 14px}
 .v-silent{background:#cf222e}.v-wrong{background:#bc4c00}.v-nogold{background:#6e7781}.v-right{background:#1a7f37}
 .svgbox{overflow:auto;max-height:70vh;border:1px solid var(--line);border-radius:6px;margin:6px 0}
+.svgbox svg.subgraph:not([data-zoomed]){display:block;max-width:100%;max-height:68vh;height:auto}
 .zoom button{font:inherit;margin-right:4px}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0}
 dl.kv dt{color:var(--muted)}dl.kv dd{margin:0}

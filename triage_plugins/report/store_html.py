@@ -25,6 +25,7 @@ from triage_plugins.report.html import (
     row,
     section,
     table,
+    wide,
 )
 from triage_plugins.report.query_view import SCRIPT, panel_href, queries_tab
 
@@ -52,21 +53,6 @@ def _trace_table(q: QueryTrace) -> Safe:
     )  # fmt: skip
 
 
-def _threshold_lines(thresholds: Mapping[str, float]) -> dict[str, float]:
-    """One dashed line per distinct chain θ: ``θ = 0.5`` for the most common value, ``θ(ERC) = 0.67``
-    for the others."""
-    by_value: dict[float, list[str]] = {}
-    for metric, theta in thresholds.items():
-        by_value.setdefault(theta, []).append(metric)
-    if not by_value:
-        return {}
-    common = max(by_value, key=lambda v: len(by_value[v]))
-    return {
-        ("θ" if value == common else f"θ({', '.join(metrics)})") + f" = {value:g}": value
-        for value, metrics in by_value.items()
-    }
-
-
 def _group_figures(g: GroupReport, window: int, thresholds: Mapping[str, float]) -> list[object]:
     """The summary table with the signature and RHD charts beside it, then the rolling means."""
     stats = table(
@@ -77,14 +63,7 @@ def _group_figures(g: GroupReport, window: int, thresholds: Mapping[str, float])
         ],
         numeric=(1, 2, 3, 4, 5),
     )
-    rolling = plots.line_chart(
-        g.rolling,
-        title=f"Rolling mean over the last {window} queries",
-        x_label="query (time order)",
-        thresholds=_threshold_lines(thresholds),
-        markers=[(float(t.position), f"trigger: {t.metric} {t.statistic} {t.value:.3f}") for t in g.triggers],
-        width=640,
-    )
+    rolling = _rolling_multiples(g, window, thresholds)
     sigs = plots.bar_chart(
         [(s, float(n)) for s, n in g.signatures.items()],
         title="Chain signatures (queries)",
@@ -97,7 +76,31 @@ def _group_figures(g: GroupReport, window: int, thresholds: Mapping[str, float])
     figs = [sigs]
     if rhd_items:
         figs.append(plots.column_chart(rhd_items, title="RHD (eq. 33)", max_value=1.0, width=230))
-    return [row(stats, figures(*figs)), figures(rolling)]
+    return [row(wide(stats), figures(*figs)), Safe(f"<h3>Rolling mean over the last {window} queries</h3>"),
+            figures(*rolling)]  # fmt: skip
+
+
+def _rolling_multiples(g: GroupReport, window: int, thresholds: Mapping[str, float]) -> list[str]:
+    """One small chart per chain metric with a defined value (one line each, its own θ and triggers),
+    rather than every metric on one plot."""
+    charts = []
+    for metric, points in g.rolling.items():
+        if all(y is None for _, y in points):
+            continue
+        theta = {f"θ = {thresholds[metric]:g}": thresholds[metric]} if metric in thresholds else {}
+        marks = [(float(t.position), f"trigger {t.statistic}") for t in g.triggers if t.metric == metric]
+        charts.append(
+            plots.line_chart(
+                {metric: points},
+                title=metric,
+                x_label="query (time order)",
+                thresholds=theta,
+                markers=marks,
+                width=300,
+                height=170,
+            )  # fmt: skip
+        )
+    return charts
 
 
 def _levers(levers: tuple[str, ...]) -> Safe:
@@ -127,7 +130,7 @@ def _triggers_part(g: GroupReport) -> list[object]:
          number(t.threshold), t.stage or "investigate", t.signature or "", _levers(t.levers)]
         for t in g.triggers
     ]  # fmt: skip
-    return [*parts, table(_TRIGGER_COLUMNS, rows, numeric=(4, 5))]
+    return [*parts, wide(table(_TRIGGER_COLUMNS, rows, numeric=(4, 5)))]
 
 
 def _worst_part(g: GroupReport, embedded: set[str]) -> list[object]:
@@ -153,7 +156,7 @@ def _worst_part(g: GroupReport, embedded: set[str]) -> list[object]:
                 if key in embedded
                 else Safe("")
             )
-            blocks.append(details(head, link, _trace_table(q)))
+            blocks.append(details(head, link, wide(_trace_table(q))))
         parts.append(details(f"{sig} ({g.signatures.get(sig, 0)} queries)", *blocks, open_=True))
     return parts
 
@@ -193,7 +196,7 @@ def _scores_section(units: list[ScoreUnitReport]) -> Safe:
             for m in moves
         ]
         head = ["", "id", "raw", "vs 100", "updates", "why", "moved most by (query, step)", "last update"]
-        parts.append(table(head, rows, numeric=(2, 3, 4)))
+        parts.append(wide(table(head, rows, numeric=(2, 3, 4))))
     return section(
         "Contribution scores",
         *(parts or ["No contribution score in this store (no feedback was learned)."]),

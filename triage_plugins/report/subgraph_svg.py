@@ -186,25 +186,33 @@ def _frames(lay: Layout, seeds: set[str]) -> list[str]:
         return []
     out = []
     for i, (part, (cx, cy, half)) in enumerate(zip(lay.parts, lay.frames, strict=True), 1):
-        alone = "" if seeds.intersection(part) else " · not connected to a query entity"
+        # the "not connected" note goes on a second line: one line is wider than a small part's frame
+        alone = (
+            ""
+            if seeds.intersection(part)
+            else f'<tspan x="{cx - half + 10:.1f}" dy="12">not connected to a query entity</tspan>'
+        )
         out.append(
             f'<g class="part"><rect x="{cx - half + 3:.1f}" y="{cy - half - 12:.1f}" width="{2 * half - 6:.1f}" '
             f'height="{2 * half + 8:.1f}" rx="8" fill="none" stroke="#d8dee4" stroke-dasharray="4 3"/>'
             f'<text x="{cx - half + 10:.1f}" y="{cy - half + 1:.1f}" font-size="10" fill="#6e7781">'
-            f"part {i} · {len(part)} nodes{esc(alone)}</text></g>"
+            f"part {i} · {len(part)} nodes{alone}</text></g>"
         )
     return out
 
 
+_LEGEND = (
+    ("seed", "query entity"),
+    ("gold", "gold answer"),
+    ("answer", "answer (not gold)"),
+    ("other", "other"),
+)
+LEGEND_WIDTH = 8 + sum(24 + 7 * len(label) for _, label in _LEGEND)  # px the legend needs
+
+
 def _legend(y: float) -> str:
-    items = [
-        ("seed", "query entity"),
-        ("gold", "gold answer"),
-        ("answer", "answer (not gold)"),
-        ("other", "other"),
-    ]
     parts, x = [], 8.0
-    for role, label in items:
+    for role, label in _LEGEND:
         parts.append(
             f'<circle cx="{x + 6}" cy="{y}" r="6" fill="{_FILL[role]}"/>'
             f'<text x="{x + 16}" y="{y + 4}" font-size="11">{esc(label)}</text>'
@@ -231,7 +239,7 @@ def subgraph_svg(
     if not present:
         return Safe('<p class="note">No node retrieved: the subgraph is empty.</p>')
     lay = layout(present, triples, [s for s in seed_list if s in set(present)])
-    w, h = math.ceil(lay.width), math.ceil(lay.height)
+    w, h = math.ceil(max(lay.width, LEGEND_WIDTH)), math.ceil(lay.height)
     marker = (
         f'<defs><marker id="arr-{esc(uid)}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0 0L10 5L0 10z" fill="#8c959f"/></marker></defs>'

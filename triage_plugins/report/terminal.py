@@ -259,16 +259,38 @@ def _gold_cell(row: CompareRow, metric: str) -> Text:
 
 
 def _differences_table(result: CompareResult, console: Console) -> None:
+    """The Hits@1 pairs that differ after Holm's correction over every pair, largest first; the
+    others are counted, not listed (they are in --json and --html)."""
     hits = [d for d in result.differences if d.metric == "Hits@1"]
     if not hits:
         return
-    rows: list[tuple[Text, list[Cell]]] = []
-    for d in hits:
-        mark = Text("yes", style="green") if d.significant else Text("not significant", style="dim")
-        rows.append((Text(f"{d.a} − {d.b}"), [_num(d.interval.estimate), format_interval(d.interval), mark]))
-    title = "Hits@1 differences a − b (paired, 95 % clustered BCa)"
-    columns = [("a − b", "right"), ("95 % interval", "right"), ("significant", "left")]
+    shown = sorted((d for d in hits if d.significant_holm), key=lambda d: -abs(d.interval.estimate))
+    title = (
+        f"Hits@1 differences a − b (paired, 95 % clustered BCa): {len(shown)} of {len(hits)} pairs differ "
+        f"after the Holm–Bonferroni correction for {len(hits)} comparisons"
+    )
+    if not shown:
+        console.print(Text(title, style="bold"))
+        console.print(Text("no pair differs after the correction", style="dim"))
+        return
+    rows: list[tuple[Text, list[Cell]]] = [
+        (Text(f"{d.a} − {d.b}"), [_num(d.interval.estimate), format_interval(d.interval), _p(d.p_value),
+                                   _p(d.p_holm)])
+        for d in shown
+    ]  # fmt: skip
+    columns = [("a − b", "right"), ("95 % interval", "right"), ("p", "right"), ("Holm p", "right")]
     _matrix(console, title, ("pair a − b", "pair"), rows, columns)
+    if len(shown) < len(hits):
+        rest = len(hits) - len(shown)
+        what = "pair does" if rest == 1 else "pairs do"
+        console.print(Text(f"{rest} more {what} not differ after Holm (all pairs: --json, --html)", style="dim"))
+
+
+def _p(value: float | None) -> Text:
+    """A p-value for a table: three decimals, ``<0.001`` below that."""
+    if value is None:
+        return Text("N/A", style="yellow")
+    return Text("<0.001" if value < 0.001 else f"{value:.3f}")
 
 
 def _seeds_table(result: CompareResult, console: Console) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ from triage_plugins.contract.events import GATE_ACTIONS, GateDecision
 __all__ = [
     "SUGGESTION_KEYS",
     "InvalidAnswer",
+    "SlowAnswer",
     "check_gate",
     "check_learned_scores",
     "check_rerank",
@@ -34,6 +36,10 @@ _MAX_SUGGESTION = 10_000.0
 
 class InvalidAnswer(ValueError):
     """A synchronous hook answered something the contract does not allow."""
+
+
+class SlowAnswer(InvalidAnswer):
+    """Reading or converting an answer went past the time budget (a lazy or slow answer)."""
 
 
 def is_real(value: object) -> bool:
@@ -55,21 +61,45 @@ def _real(value: Any, where: str) -> float:
     return number
 
 
-def check_rerank(answer: Any, n_ids: int) -> list[float]:
-    """One finite real priority per id, read without consuming more than ``n_ids + 1`` items."""
+def check_rerank(answer: Any, n_ids: int, deadline: float | None = None) -> list[float]:
+    """One finite real priority per id, read without consuming more than ``n_ids + 1`` items.
+
+    :param deadline: ``time.perf_counter()`` value past which reading a lazy answer, or converting a
+        value that is not a plain ``float``/``int``, stops with :class:`SlowAnswer`.
+    """
     if isinstance(answer, str | bytes | dict) or not hasattr(answer, "__iter__"):
         raise InvalidAnswer(f"a rerank answer must be a sequence of numbers, got {type(answer).__name__}")
-    items = list(itertools.islice(iter(answer), n_ids + 1))
+    if deadline is None or type(answer) is list or type(answer) is tuple:
+        items = list(itertools.islice(iter(answer), n_ids + 1))
+    else:
+        items = _read_until(iter(answer), n_ids + 1, deadline)
     if len(items) != n_ids:
         count = f"more than {n_ids}" if len(items) > n_ids else str(len(items))
         raise InvalidAnswer(f"a rerank answer has {count} value(s) for {n_ids} id(s)")
     out = [
-        float(v) if type(v) is float or type(v) is int else _real(v, f"priority {i}")
+        float(v) if type(v) is float or type(v) is int else _real_by(v, f"priority {i}", deadline)
         for i, v in enumerate(items)
     ]
     if not all(map(math.isfinite, out)):
         raise InvalidAnswer("a rerank answer has a value that is not finite")
     return out
+
+
+def _read_until(it: Any, limit: int, deadline: float) -> list[Any]:
+    """Up to ``limit`` items of ``it``; :class:`SlowAnswer` once ``deadline`` passed between two."""
+    items = []
+    for item in itertools.islice(it, limit):
+        items.append(item)
+        if time.perf_counter() > deadline:
+            raise SlowAnswer(f"reading the answer took past the budget ({len(items)} value(s) read)")
+    return items
+
+
+def _real_by(value: Any, where: str, deadline: float | None) -> float:
+    number = _real(value, where)
+    if deadline is not None and time.perf_counter() > deadline:
+        raise SlowAnswer(f"converting {where} took past the budget")
+    return number
 
 
 def check_gate(answer: Any) -> GateDecision:

@@ -23,6 +23,14 @@ worker hands the GIL back to the host (``time.sleep(0)``) once it has run ``yiel
 since it last did, not after every item: a syscall per item cost more CPU (~14 µs) than most items
 take.
 
+With ``group``, a batch's store writes commit together: the worker runs the batch and its
+``on_batch_end`` inside one ``group()`` (the manager's: one store transaction, see
+:meth:`GuardedStore.group <triage_plugins.store.guard.GuardedStore.group>`), so the batch counts as
+delivered (``flush()`` returns) only after that commit; items queued while a grouped batch runs join
+it (up to ``batch_size``), so one commit covers the queries that arrived meanwhile (group commit);
+before it waits for its host it commits what the batch wrote so far, so no transaction stays open
+across the wait.
+
 The worker never dies of what it runs: every item is run under ``run_item``, which contains
 exceptions, and anything that still escapes (``SystemExit`` from a hook, say) is counted and the
 worker goes on; a worker thread that is gone anyway is restarted on the next submit or flush.
@@ -30,11 +38,12 @@ worker goes on; a worker thread that is gone anyway is restarted on the next sub
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["SETTLE_SECONDS", "Dispatcher", "event_weight"]
@@ -86,6 +95,9 @@ class Dispatcher:
     :param on_batch_end: called on the worker after each batch ran, before its items count as
         delivered (so ``flush()`` returns after it): where plugins write what they buffered.
     :param settle: seconds the host must stay idle after a wait before the worker resumes.
+    :param group: called on the worker around each batch (its items and ``on_batch_end``); returns a
+        context manager whose value commits what the batch wrote so far (called before the worker
+        waits for its host). See the module docstring.
     """
 
     def __init__(
@@ -102,7 +114,9 @@ class Dispatcher:
         yield_every: float = 0.001,
         on_batch_end: Callable[[], None] | None = None,
         settle: float = SETTLE_SECONDS,
+        group: Callable[[], contextlib.AbstractContextManager[Callable[[], None]]] | None = None,
     ) -> None:
+        self._group = group
         self._on_batch_end = on_batch_end
         self._settle = settle
         self._yield_to = yield_to
@@ -124,6 +138,14 @@ class Dispatcher:
         self._held: list[tuple[Any, int]] = []  # submitted while the host was busy, not yet queued
         self._held_since = 0.0  # monotonic time of the oldest held item
         self.dropped = 0
+        self.abandoned = 0  # items a close() that timed out stopped before they ran
+        self._outstanding = 0  # items in the queue or being run (not the stop marker)
+        # Items ever queued, and ever finished (in queue order): flush() waits for those queued
+        # before it, not for an empty queue, so callers flushing at once share one batch.
+        self._queued_total = 0
+        self._done_total = 0
+        self._done = threading.Condition(threading.Lock())
+        self._abandon = False
         self.escaped = 0  # items whose run raised past run_item (counted, worker kept alive)
         self.restarts = 0
 
@@ -161,6 +183,8 @@ class Dispatcher:
                     self._release_locked()  # first, so that order is kept
                 try:
                     self._queue.put_nowait((item, weight))
+                    self._outstanding += 1
+                    self._queued_total += 1
                     return True
                 except queue.Full:
                     self._weight -= weight
@@ -189,6 +213,8 @@ class Dispatcher:
         for item, weight in held:
             try:
                 self._queue.put_nowait((item, weight))
+                self._outstanding += 1
+                self._queued_total += 1
                 queued = True
             except queue.Full:
                 self._weight -= weight
@@ -239,24 +265,83 @@ class Dispatcher:
                     batch.append(q.get_nowait())
                 except queue.Empty:
                     break
-            stop = False
-            deadline = time.monotonic() + self._max_yield
-            handed = time.perf_counter()  # when the worker last handed the GIL back
-            for item in batch:
-                if item is _STOP:
-                    stop = True
-                else:
-                    self._give_way(deadline)
-                    self._run(item)
-                    now = time.perf_counter()
-                    if now - handed >= self._yield_every:
-                        time.sleep(0)  # hand the GIL back, so the host's thread never waits long
-                        handed = time.perf_counter()
-            self._end_batch()
+            with self._grouping() as commit_now:
+                stop = self._run_batch(batch, commit_now)
+                while commit_now is not None and not stop and len(batch) < self._batch_size:
+                    more = self._arrived(self._batch_size - len(batch))  # join this commit
+                    if not more:
+                        break
+                    batch.extend(more)
+                    stop = self._run_batch(more, commit_now)
+                self._end_batch()
             for _ in batch:
                 q.task_done()
+            with self._done:
+                self._done_total += sum(1 for item in batch if item is not _STOP)
+                self._done.notify_all()
             if stop:
                 return
+
+    def _arrived(self, most: int) -> list[Any]:
+        """Up to ``most`` items queued while the batch ran (they join its group commit)."""
+        out: list[Any] = []
+        while len(out) < most:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return out
+
+    def _run_batch(self, batch: list[Any], commit_now: Callable[[], None] | None) -> bool:
+        """Run a batch's items; whether it held the stop marker."""
+        stop = False
+        deadline = time.monotonic() + self._max_yield
+        handed = time.perf_counter()  # when the worker last handed the GIL back
+        for item in batch:
+            if item is _STOP:
+                stop = True
+            elif self._abandon:
+                self._drop_abandoned(item)
+            else:
+                self._give_way(deadline, commit_now)
+                self._run(item)
+                now = time.perf_counter()
+                if now - handed >= self._yield_every:
+                    time.sleep(0)  # hand the GIL back, so the host's thread never waits long
+                    handed = time.perf_counter()
+        return stop
+
+    @contextlib.contextmanager
+    def _grouping(self) -> Iterator[Callable[[], None] | None]:
+        """The batch's ``group()``; a group that cannot open leaves the batch ungrouped, one whose
+        end raises is counted in :attr:`escaped` (the worker goes on)."""
+        if self._group is None:
+            yield None
+            return
+        try:
+            group = self._group()
+            commit_now = group.__enter__()
+        except BaseException as exc:  # noqa: BLE001 - the worker must outlive anything it runs
+            log.error(
+                "triage worker: %s opening a batch's group; its writes commit one by one", type(exc).__name__
+            )
+            yield None
+            return
+        try:
+            yield commit_now
+        finally:
+            try:
+                group.__exit__(None, None, None)
+            except BaseException as exc:  # noqa: BLE001
+                with self._lock:
+                    self.escaped += 1
+                log.error("triage worker: %s escaped at the end of a batch's group", type(exc).__name__)
+
+    def _drop_abandoned(self, queued: tuple[Any, int]) -> None:
+        with self._lock:
+            self.abandoned += 1
+            self._weight -= queued[1]
+            self._outstanding -= 1
 
     def _end_batch(self) -> None:
         if self._on_batch_end is None:
@@ -273,7 +358,7 @@ class Dispatcher:
         self.release()
         self._wake.set()
 
-    def _give_way(self, deadline: float) -> None:
+    def _give_way(self, deadline: float, commit_now: Callable[[], None] | None = None) -> None:
         """Wait while the host serves a query (until ``deadline``, or at once when flushing).
 
         Once the host goes idle after a wait, the worker lets ``settle`` seconds pass and resumes only
@@ -288,6 +373,9 @@ class Dispatcher:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
+            if commit_now is not None:
+                commit_now()  # no store transaction stays open while the host is served
+                commit_now = None
             wake.clear()  # then re-check: a wake() after this line ends the wait below at once
             if not idle.is_set() and not urgent.is_set():
                 wake.wait(remaining)
@@ -305,11 +393,13 @@ class Dispatcher:
         finally:
             with self._lock:
                 self._weight -= weight
+                self._outstanding -= 1
 
     # ------------------------------------------------------------------ flush and close
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every queued item was run; ``False`` when ``timeout`` seconds pass first."""
+        """Wait until every item queued before the call was run (with its batch's end and group);
+        ``False`` when ``timeout`` seconds pass first."""
         if self._thread is None or self.on_worker():
             return True
         q = self._queue
@@ -319,16 +409,17 @@ class Dispatcher:
             self._urgent.set()
             if self._held:
                 self._release_locked()
+            target = self._queued_total
         if q.unfinished_tasks:
             self._ensure_worker()
         self._wake.set()
         try:
-            with q.all_tasks_done:
-                while q.unfinished_tasks:
+            with self._done:
+                while self._done_total < target:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return False
-                    q.all_tasks_done.wait(remaining)
+                    self._done.wait(remaining)
             return True
         finally:
             with self._lock:
@@ -337,24 +428,31 @@ class Dispatcher:
                     self._urgent.clear()
 
     def close(self, timeout: float | None = 30.0) -> int:
-        """Flush (up to ``timeout``), stop the worker; returns how many items were left undelivered."""
+        """Deliver what is queued for up to ``timeout`` seconds in all (``None``: as long as it takes),
+        then stop: items not yet run are never run. Returns how many were not delivered: those
+        stopped, and one a plugin still holds when the time is up (it may finish later, uncounted)."""
         if self._closed:
             return self.pending
-        self.flush(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        done = self.flush(timeout)
         self._closed = True
+        if not done:
+            self._abandon = True  # the worker skips (and counts) whatever it has not started
+            with self._lock:
+                held, self._held = self._held, []
+                self.abandoned += len(held)
         self._urgent.set()
         self._wake.set()
         thread = self._thread
-        stop_queued = False
         if thread is not None and thread.is_alive():
+            remaining = None if deadline is None else max(0.05, deadline - time.monotonic())
             try:
-                self._queue.put(_STOP, timeout=1.0)
-                stop_queued = True
-                thread.join(timeout=5.0)
+                self._queue.put(_STOP, timeout=remaining)
+                thread.join(timeout=remaining)
             except queue.Full:
                 log.warning("triage worker did not stop: queue still full")
-        # what is left: queued items and the one a stuck worker holds, not the stop marker
-        left = max(0, self.pending - (1 if stop_queued and thread.is_alive() else 0))  # type: ignore[union-attr]
+        with self._lock:  # exact now: items stopped, plus those queued or held by a stuck plugin
+            left = self.abandoned + self._outstanding
         if left:
             log.warning("triage: %d queued event(s) were not delivered before close", left)
         return left

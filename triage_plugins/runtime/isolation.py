@@ -6,7 +6,9 @@
 - **Answers** — what ``triage_rerank`` and ``triage_gate`` return is checked here
   (:mod:`triage_plugins.runtime.answers`); a bad answer is the plugin's failure, and pluggy goes on
   to the next implementation, so one plugin's garbage cannot silence the defaults.
-- **Time** — a synchronous hook runs under a budget (:class:`SyncBudget`). CPython cannot stop a
+- **Time** — a synchronous hook runs under a budget (:class:`SyncBudget`) that covers reading,
+  converting and checking its answer too (a lazy rerank answer is read only until the budget is
+  spent); a call that raises counts as over budget, so a failing plugin is suspended like a slow one. CPython cannot stop a
   running thread, and handing every call to a helper thread costs ~80 µs (more than the whole 5 %
   overhead budget of a 1.6 ms host query, DESIGN §2), so the call runs inline: an answer that came later
   than the budget is discarded and counted as ``OverBudget``, and that plugin is then skipped
@@ -25,7 +27,13 @@ from typing import Any
 import pluggy
 
 from triage_plugins.contract import hookspecs
-from triage_plugins.runtime.answers import check_gate, check_learned_scores, check_rerank, check_seeded
+from triage_plugins.runtime.answers import (
+    SlowAnswer,
+    check_gate,
+    check_learned_scores,
+    check_rerank,
+    check_seeded,
+)
 
 __all__ = [
     "ANSWER_CHECKS",
@@ -123,6 +131,31 @@ class IsolatingPluginManager(pluggy.PluginManager):
         check = ANSWER_CHECKS.get(hook_name)
         budget = self._budget if hook_name in BUDGETED_HOOKS else None
 
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            """The plugin's checked answer; the budget covers the call and the check (module docstring)."""
+            if budget is None or not budget.enabled:
+                answer = fn(*args, **kwargs)
+                return None if answer is None else check(answer, *args, *kwargs.values())  # type: ignore[misc]
+            start = time.perf_counter()
+            try:
+                answer = fn(*args, **kwargs)
+                if answer is not None and hook_name == "triage_rerank":
+                    request = args[0] if args else next(iter(kwargs.values()))
+                    answer = check_rerank(answer, len(request.ids), start + budget.seconds)
+                elif answer is not None:
+                    answer = check(answer, *args, *kwargs.values())  # type: ignore[misc]
+            except SlowAnswer as exc:
+                budget.suspend(plugin_name, hook_name)
+                raise OverBudget(f"{exc}, over the {budget.seconds:g} s budget") from None
+            except BaseException:
+                budget.suspend(plugin_name, hook_name)  # a failing plugin counts as over budget
+                raise
+            took = time.perf_counter() - start
+            if took > budget.seconds:
+                budget.suspend(plugin_name, hook_name)
+                raise OverBudget(f"answered after {took:.3f} s, over the {budget.seconds:g} s budget")
+            return answer
+
         @functools.wraps(fn)
         def isolated(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -132,13 +165,7 @@ class IsolatingPluginManager(pluggy.PluginManager):
                     raise Suspended(
                         f"skipped: over the {budget.seconds:g} s budget less than {budget.cooldown:g} s ago"
                     )
-                start = time.perf_counter()
-                answer = fn(*args, **kwargs)
-                took = time.perf_counter() - start
-                if budget is not None and budget.enabled and took > budget.seconds:
-                    budget.suspend(plugin_name, hook_name)
-                    raise OverBudget(f"answered after {took:.3f} s, over the {budget.seconds:g} s budget")
-                return None if answer is None else check(answer, *args, *kwargs.values())
+                return timed(*args, **kwargs)
             except BaseException as exc:  # noqa: BLE001 - isolation is the point, SystemExit included
                 if (
                     isinstance(exc, KeyboardInterrupt)

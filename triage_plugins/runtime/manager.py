@@ -35,12 +35,13 @@ import functools
 import importlib
 import logging
 import os
+import signal
 import threading
 import time
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ from triage_plugins.contract.events import (
     RerankRequest,
     RetrievalEvent,
 )
+from triage_plugins.contract.records import GraphRecord, QueryRecord
 from triage_plugins.runtime.answers import InvalidAnswer, is_finite_real
 from triage_plugins.runtime.dispatch import SETTLE_SECONDS, Dispatcher, event_weight
 from triage_plugins.runtime.isolation import (
@@ -68,8 +70,12 @@ from triage_plugins.runtime.isolation import (
     SyncBudget,
 )
 from triage_plugins.store.base import is_store, open_store, store_from_env
+from triage_plugins.store.guard import GuardedStore
+from triage_plugins.store.scoped import scoped
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.events import Gold
+    from triage_plugins.kg.ontology import Ontology
     from triage_plugins.store.base import Store
 
 __all__ = ["PluginInfo", "TriageManager", "default_manager"]
@@ -79,17 +85,23 @@ trace_log = logging.getLogger("triage.trace")
 
 ENTRY_POINT_GROUP = "triage"
 
-_NOTIFICATIONS: dict[str, type[Event]] = {
+_NOTIFICATIONS: dict[str, type] = {
     "triage_extraction": ExtractionEvent,
     "triage_graph": GraphEvent,
     "triage_retrieval": RetrievalEvent,
     "triage_generation": GenerationEvent,
     "triage_feedback": FeedbackEvent,
+    "triage_query_scored": QueryRecord,
+    "triage_graph_scored": GraphRecord,
 }
+#: The argument name of a notification hook whose argument is not ``event``.
+_ARGUMENT: dict[str, str] = {"triage_query_scored": "record", "triage_graph_scored": "record"}
 _JOB = object()  # marks a deferred job among the queued notifications
 _IN_CONTEXT = object()  # marks an item delivered inside the emitting thread's contextvars (carry_context)
 DEFAULT_LANE, OTHER_LANE = "defaults", "plugins"
 LANES = (DEFAULT_LANE, OTHER_LANE)
+#: Seconds the queued events get to reach the store when the process exits (``TRIAGE_EXIT_TIMEOUT``).
+EXIT_TIMEOUT = 5.0
 
 
 def _env_list(name: str) -> list[str]:
@@ -133,7 +145,8 @@ class TriageManager:
 
     :param store: a :class:`~triage_plugins.store.Store`, a path or ``sqlite:///`` URL, or ``None``
         (no persistence; metrics are still computed by plugins that keep them in memory).
-    :param config: thresholds and switches read by the default plugins.
+    :param config: thresholds and switches read by the default plugins; with ``config.namespace``
+        set, :attr:`store` is a :class:`~triage_plugins.store.scoped.ScopedStore` of that namespace.
     :param entry_points: load plugins from the ``triage`` entry-point group.
     :param defaults: load the core's default plugins.
     :param synchronous: deliver notifications inline instead of on the background worker
@@ -149,6 +162,8 @@ class TriageManager:
         is discarded (the next plugin answers) and counted, and the plugin is skipped for
         ``hook_cooldown`` seconds before it is asked again.
     :param hook_cooldown: seconds a plugin over budget is skipped.
+    :param spill_dir: where writes wait while the store fails (:mod:`triage_plugins.store.guard`;
+        default ``TRIAGE_SPILL_DIR`` or ``~/.cache/triage/spill``).
     """
 
     def __init__(
@@ -165,6 +180,7 @@ class TriageManager:
         max_queued_weight: int = 2_000_000,
         hook_budget: float | None = None,
         hook_cooldown: float = 30.0,
+        spill_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if queue_size < 1 or batch_size < 1:
             raise ConfigError("queue_size and batch_size must be >= 1")
@@ -172,7 +188,8 @@ class TriageManager:
             raise ConfigError(f"schedule_delay must be in [0, 10] seconds, got {schedule_delay!r}")
         self.config = config or TriageConfig()
         self._owns_store = store is not None and not is_store(store)
-        self.store: Store | None = self._open_store(store)
+        # config.namespace: the learned state lives in that scope of the store (the default scope: as is)
+        self.store: Store | None = scoped(self._open_store(store, spill_dir), self.config.namespace)
         self.run_id: str | None = None
         self.synchronous = _env_flag("TRIAGE_SYNC") if synchronous is None else synchronous
         self.failures: Counter[tuple[str, str, str]] = Counter()
@@ -199,6 +216,7 @@ class TriageManager:
                 name=f"triage-{lane}",
                 yield_to=self._host_idle,
                 on_batch_end=functools.partial(self._end_batch, lane),
+                group=self._group_writes if lane == DEFAULT_LANE else None,
             )
             for lane in LANES
         }
@@ -209,6 +227,10 @@ class TriageManager:
         #: ``triage.otel`` so spans made on the worker parent to the host's current span). A callable
         #: is run inside the copy on the emitting thread first (it must not raise).
         self.carry_context: bool | Callable[[], None] = False
+        #: What a benchmark knows and the host does not (``triage compare`` sets them): ``gold_of(query_id)``
+        #: gives the gold of a retrieval event that carries none, ``ontology`` that of a graph event.
+        self.gold_of: Callable[[str], Gold | None] | None = None
+        self.ontology: Ontology | None = None
 
         budget = (
             hook_budget if hook_budget is not None else _env_float("TRIAGE_HOOK_BUDGET", DEFAULT_HOOK_BUDGET)
@@ -231,12 +253,30 @@ class TriageManager:
                 self.store.close()  # the caller's configuration is refused: leave nothing open
             raise
         atexit.register(_flush_at_exit, weakref.ref(self))
+        _exit_on_sigterm()
 
     # ------------------------------------------------------------------ setup
 
     @staticmethod
-    def _open_store(store: Any) -> Store | None:
-        return None if store is None else open_store(store)
+    def _open_store(store: Any, spill_dir: str | os.PathLike[str] | None) -> Store | None:
+        """The store behind a circuit breaker (:class:`~triage_plugins.store.guard.GuardedStore`)."""
+        if store is None:
+            return None
+        opened = open_store(store)
+        return opened if isinstance(opened, GuardedStore) else GuardedStore(opened, spill_dir=spill_dir)  # type: ignore[return-value]
+
+    def _guard(self) -> GuardedStore | None:
+        store = self.store
+        while store is not None and not isinstance(store, GuardedStore):
+            store = getattr(store, "inner", None)  # a view over the guarded store (store/scoped.py)
+        return store
+
+    @property
+    def write_failures(self) -> dict[str, Any]:
+        """This run's failed store writes by what and cause, and what became of them
+        (:meth:`StoreFaults.to_dict <triage_plugins.store.guard.StoreFaults.to_dict>`; ``{}`` when none)."""
+        guard = self._guard()
+        return {} if guard is None else guard.faults.to_dict()
 
     def _load_defaults(self) -> None:
         from triage_plugins.plugins import DEFAULT_PLUGINS
@@ -442,31 +482,58 @@ class TriageManager:
         self._emit("triage_extraction", event)
 
     def emit_graph(self, event: GraphEvent) -> None:
-        """Queue ``triage_graph(event)``."""
+        """Queue ``triage_graph(event)`` (with :attr:`ontology` when the event has none)."""
+        if self.ontology is not None and isinstance(event, GraphEvent) and event.ontology is None:
+            event = replace(event, ontology=self.ontology)
         self._emit("triage_graph", event)
 
     def emit_retrieval(self, event: RetrievalEvent) -> None:
-        """Queue ``triage_retrieval(event)``."""
+        """Queue ``triage_retrieval(event)`` (with :attr:`gold_of`'s gold when the event has none)."""
+        if self.gold_of is not None and isinstance(event, RetrievalEvent) and event.gold is None:
+            gold = self.gold_of(event.query_id)
+            if gold is not None:
+                event = replace(event, gold=gold)
         self._emit("triage_retrieval", event)
 
     def emit_generation(self, event: GenerationEvent) -> None:
         """Queue ``triage_generation(event)``."""
         self._emit("triage_generation", event)
 
+    def emit_query_scored(self, record: QueryRecord) -> None:
+        """Deliver ``triage_query_scored(record)`` (the scorer calls it; inline on the worker)."""
+        self._emit("triage_query_scored", record)
+
+    def emit_graph_scored(self, record: GraphRecord) -> None:
+        """Deliver ``triage_graph_scored(record)`` (inline on the worker)."""
+        self._emit("triage_graph_scored", record)
+
     def emit_feedback(
         self, event: FeedbackEvent, *, wait: bool = False, timeout: float | None = 30.0
     ) -> bool:
         """Queue ``triage_feedback(event)``; with ``wait``, return once the default plugins handled it.
 
-        ``wait=True`` returns after the recorder committed the event to the store and the learner
-        applied it (everything queued before it too): a process killed afterwards loses nothing.
-        Without it the loss window is the queue: up to ``schedule_delay`` plus one batch.
-        :return: ``False`` only when ``wait`` timed out first.
+        ``wait=True`` returns ``True`` only after the recorder committed the event to the store and
+        the learner applied it (everything queued before it too): a process killed afterwards loses
+        nothing. It returns ``False`` when the wait timed out, or when the event or its score updates
+        were not committed (the store is failing: they wait in the spill file, counted in
+        :attr:`write_failures`, and are stored when the store is back). Without ``wait`` the loss
+        window is the queue: up to ``schedule_delay`` plus one batch.
         """
+        guard = self._guard() if wait else None
+        if guard is not None:
+            guard.expect(event)
         self._emit("triage_feedback", event)
-        return self._lanes[DEFAULT_LANE].flush(timeout) if wait else True
+        if not wait:
+            return True
+        flushed = self._lanes[DEFAULT_LANE].flush(timeout)
+        if guard is None:
+            return flushed
+        committed = guard.committed(event)
+        if committed is None:  # never written: durable only when no recorder is there to write it
+            committed = not self._closed and self._pm.get_plugin("triage.recorder") is None
+        return flushed and committed and not guard.degraded
 
-    def _emit(self, hook_name: str, event: Event) -> None:
+    def _emit(self, hook_name: str, event: Event | QueryRecord | GraphRecord) -> None:
         expected = _NOTIFICATIONS[hook_name]
         if not isinstance(event, expected):
             raise EventError(
@@ -558,6 +625,12 @@ class TriageManager:
         """Whether the caller runs inside a delivery batch, so :meth:`at_batch_end` callbacks run after it."""
         return not self.synchronous and self._lanes[DEFAULT_LANE].on_worker()
 
+    def _group_writes(self) -> contextlib.AbstractContextManager[Any]:
+        """The default lane's batch writes to the store, committed together (a store with group
+        commits: :meth:`GuardedStore.group <triage_plugins.store.guard.GuardedStore.group>`)."""
+        guard = self._guard()
+        return contextlib.nullcontext() if guard is None else guard.group()
+
     def _end_batch(self, lane: str) -> None:
         if lane != DEFAULT_LANE:
             return
@@ -632,9 +705,11 @@ class TriageManager:
 
     def _deliver(self, caller: Any, hook_name: str, event: Event) -> None:
         try:
-            caller(event=event)
+            caller(**{_ARGUMENT.get(hook_name, "event"): event})
         except Exception as exc:  # noqa: BLE001 - only hook wrappers can get here
             self._on_plugin_error("<wrapper>", hook_name, exc)
+        if hook_name in _ARGUMENT:
+            return  # a record is not an event: ``delivered`` counts the host's events
         with self._lock:
             self.delivered += 1
 
@@ -648,25 +723,47 @@ class TriageManager:
         return done
 
     def close(self, timeout: float | None = 30.0) -> int:
-        """Flush (up to ``timeout``), stop the worker, end the run, close the store if the manager opened it.
+        """Deliver what is queued for up to ``timeout`` seconds in all, then stop delivery, end the run
+        and close the store if the manager opened it (``None`` waits as long as delivery takes).
 
-        The run records how many events were dropped (queue full) and left undelivered.
-        :return: how many queued events were not delivered.
+        The run records the events that never reached the store (``dropped`` with the default lane's
+        queue full, ``undelivered`` when stopped), and its failed store writes (:attr:`write_failures`,
+        with what other plugins missed under ``"plugins"``).
+        :return: how many queued events were not delivered (to the store or to another plugin).
         """
         if self._closed:
             return self.pending
-        # The default lane last: its deferred jobs may still emit into the other lane while it drains.
-        self._lanes[DEFAULT_LANE].flush(timeout)
-        left = self._lanes[OTHER_LANE].close(timeout) + self._lanes[DEFAULT_LANE].close(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        # The default lane first: its deferred jobs may still emit into the other lane while it drains.
+        self._lanes[DEFAULT_LANE].flush(remaining())
+        left = {lane: self._lanes[lane].close(remaining()) for lane in (OTHER_LANE, DEFAULT_LANE)}
         self._closed = True
-        if self.store is not None and self.run_id is not None:
-            try:
-                self.store.end_run(self.run_id, dropped=self.dropped, undelivered=left)
-            except Exception as exc:  # noqa: BLE001 - closing must not raise into the host
-                log.warning("could not mark run %s as ended: %s", self.run_id, exc)
+        self._end_run(left[DEFAULT_LANE], left[OTHER_LANE])
         if self._owns_store and self.store is not None:
             self.store.close()
-        return left
+        return left[DEFAULT_LANE] + left[OTHER_LANE]
+
+    def _end_run(self, undelivered: int, plugins_undelivered: int) -> None:
+        """Replay what the store missed (when it is back), then end the run with every count."""
+        guard = self._guard()
+        if guard is not None and guard.degraded:
+            guard.replay()
+        if self.store is None or self.run_id is None:
+            return
+        faults = self.write_failures
+        others = self._lanes[OTHER_LANE].dropped, plugins_undelivered
+        if any(others):
+            faults["plugins"] = {"dropped": others[0], "undelivered": others[1]}
+        try:
+            self.store.end_run(
+                self.run_id, dropped=self._lanes[DEFAULT_LANE].dropped, undelivered=undelivered, faults=faults
+            )
+        except Exception as exc:  # noqa: BLE001 - closing must not raise into the host
+            log.warning("could not mark run %s as ended: %s", self.run_id, exc)
 
     def __enter__(self) -> TriageManager:
         return self
@@ -757,20 +854,48 @@ def _unknown_option_message(key: str, declared: Mapping[str, Any]) -> str:
 
 
 def _flush_at_exit(ref: weakref.ReferenceType[TriageManager]) -> None:
+    """At interpreter exit: deliver for up to ``TRIAGE_EXIT_TIMEOUT`` seconds, then end the run with
+    what was not delivered (a store the manager did not open is left open)."""
     manager = ref()
     if manager is None or manager._closed:
         return
-    if not manager.flush(timeout=5.0):
-        log.warning(
-            "triage: %d queued event(s) not delivered at exit (flush timed out after 5 s; %d dropped before)",
-            manager.pending,
-            manager.dropped,
-        )
-    if manager.store is not None and manager.run_id is not None:  # the run ends with the process
-        try:
-            manager.store.end_run(manager.run_id, dropped=manager.dropped, undelivered=manager.pending)
-        except Exception as exc:  # noqa: BLE001 - exiting must not raise
-            log.warning("could not record the end of run %s: %s", manager.run_id, exc)
+    try:
+        timeout = _env_float("TRIAGE_EXIT_TIMEOUT", EXIT_TIMEOUT)
+    except ConfigError:
+        timeout = EXIT_TIMEOUT
+    try:
+        left = manager.close(timeout)
+    except Exception as exc:  # noqa: BLE001 - exiting must not raise
+        log.warning("triage: could not end run %s at exit: %s", manager.run_id, exc)
+        return
+    if left:
+        log.warning("triage: %d queued event(s) not delivered at exit (counted in the run)", left)
+
+
+_sigterm_installed = False
+
+
+def _exit_on_sigterm() -> None:
+    """Make SIGTERM a normal exit (``SystemExit(143)``) so the queued events are flushed at exit.
+
+    Only on the main thread and when SIGTERM still has its default action (which kills the process
+    without running ``atexit``); a host that handles SIGTERM itself keeps its handler. SIGINT raises
+    ``KeyboardInterrupt`` already, which exits through ``atexit`` too.
+    """
+    global _sigterm_installed
+    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+        return
+    _sigterm_installed = True
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not supported here (an embedded interpreter, say)
+        pass
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+    raise SystemExit(128 + signum)
 
 
 _default: TriageManager | None = None

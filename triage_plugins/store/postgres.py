@@ -54,6 +54,7 @@ log = logging.getLogger("triage.store")
 APPLICATION = "triage-plugins"
 MARKER = "triage_store"
 _LOCK_KEY = 0x54524947  # advisory lock held while migrating ("TRIG", as SQLite's application_id)
+_SHARED_ROWS_KEY = 0x54524948  # advisory lock ordering writers of scores and params (grouped batches)
 _PAGE = PAGE
 CONNECT_TIMEOUT_SECONDS = 10.0
 
@@ -131,6 +132,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 6: metric rows of one scope id written together may be one packed row (name '*', sql.py); no
     # DDL: the version keeps triage versions that would misread such rows out of the file
+    (),
+    (  # 7: failed store writes per run, by cause (store/guard.py); spilled writes replayed once each
+        "ALTER TABLE runs ADD COLUMN store_faults TEXT NOT NULL DEFAULT '{}'",
+        "CREATE TABLE replayed (uid TEXT PRIMARY KEY, ts DOUBLE PRECISION NOT NULL)",
+    ),
+    # 8: graph snapshots stored as content-defined chunks in parts (store/chunks.py); no DDL: the
+    # version keeps triage versions whose prune would delete those chunks out of the database
     (),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -259,6 +267,22 @@ class PostgresStore(SQLStore):
             return _scrub(str(exc), self._conninfo) or type(exc).__name__
         return f"no connection within {CONNECT_TIMEOUT_SECONDS:.0f} s"
 
+    def ping(self) -> None:
+        """Raise :class:`StoreError` when the server cannot be reached now: one direct connection
+        (refused at once while the server is down, where the pool would wait for one), then the pool,
+        opened afresh when its connections did not survive the outage."""
+        try:
+            self._psycopg.connect(self._conninfo, connect_timeout=2).close()
+        except Exception as exc:  # noqa: BLE001 - reported as the store's own error
+            raise StoreError(f"PostgreSQL store {self.url}: {_scrub(str(exc), self._conninfo)}") from exc
+        try:
+            with self._pool_now().connection(timeout=2.0) as conn:
+                conn.execute("SELECT 1")
+        except Exception:  # noqa: BLE001 - the server answers: renew the pool
+            with self._pool_lock:
+                old, self._pool = self._pool, self._open_pool()
+            old.close(timeout=0)
+
     def _pool_now(self) -> Any:
         if self._closed:
             raise StoreError(f"store {self.url} is closed")
@@ -287,12 +311,17 @@ class PostgresStore(SQLStore):
 
     @contextmanager
     def _tx(self) -> Iterator[Any]:
-        """A transaction on this thread's connection (a savepoint when one is already open)."""
+        """A transaction on this thread's connection (a savepoint when one is already open; inside a
+        grouped batch, the open transaction itself: sql.py's ``grouped``)."""
         with self._conn() as conn:
             outer = getattr(self._local, "conn", None) is None
             if outer:
                 self._local.conn = conn
+            grouped = None if outer else getattr(self._local, "grouped", None)
             try:
+                if grouped is not None and grouped[1]:
+                    yield conn
+                    return
                 with conn.transaction():
                     yield conn
             except self._psycopg.Error as exc:
@@ -376,7 +405,8 @@ class PostgresStore(SQLStore):
             )
         if self.readonly and version < SCHEMA_VERSION:
             raise StoreError(
-                f"{where} has store schema {version}; open it writable once to migrate it to {SCHEMA_VERSION}"
+                f"{where} has store schema {version}{' (no triage store yet)' if version == 0 else ''}; run "
+                f"`triage store migrate {where}` to bring it to schema {SCHEMA_VERSION}"
             )
 
     def _prepare(self) -> None:
@@ -452,7 +482,7 @@ class PostgresStore(SQLStore):
     def _write_shared(self, conn: Any, rows: list[tuple], parts: dict[str, str], written: Written) -> None:
         """The rows' distinct blobs and the parts not known stored (keys into ``written``), before
         the events that name them."""
-        blobs = self._blobs(rows)
+        blobs = self._new_blobs(conn, rows, parts)
         if blobs:
             self._write(conn, self._INSERT_BLOB, blobs, many=True)
         if parts:
@@ -462,6 +492,24 @@ class PostgresStore(SQLStore):
 
     def _nested(self) -> bool:
         return getattr(self._local, "conn", None) is not None
+
+    # One commit flushes the WAL to disk: ~1-3 ms. A worker holding several queries commits them
+    # together (sql.py's grouped; benchmarks/RESULTS.md, "group commits").
+    group_commits = True
+
+    def _order_shared_rows(self, conn: Any = None, *, grouped: bool = False) -> None:
+        """A grouped batch takes the shared-rows advisory lock exclusively, in its outer transaction
+        (a savepoint rolled back would release it) before its first score or parameter write, and
+        holds it to its commit; a single write takes it shared. Two batches, or a batch and a single
+        write, then never wait on each other's rows in a cycle; single writes still run side by side
+        (each locks its rows in one sorted statement set)."""
+        try:
+            if grouped:
+                self._local.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SHARED_ROWS_KEY,))
+            else:
+                conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (_SHARED_ROWS_KEY,))
+        except self._psycopg.Error as exc:
+            raise self._error(exc) from exc
 
     def _hold_parts(self, conn: Any) -> None:
         """A writer naming parts holds ROW EXCLUSIVE on ``parts`` (as its inserts would) before it
@@ -528,7 +576,7 @@ class PostgresStore(SQLStore):
         init, checked = self._checked_deltas(unit, deltas, init)
         now = time.time()
         out: dict[str, float] = {}
-        with self._tx() as conn:
+        with self._shared_rows() as conn:
             for item_id, delta in sorted(checked):
                 cur = self._write(conn, self._UPSERT_SCORE, (unit, item_id, init, delta, now, delta))
                 out[item_id] = float(cur.fetchone()[0])
@@ -539,7 +587,7 @@ class PostgresStore(SQLStore):
         _need_text(unit, "score unit")
         _need_text(id, f"{unit} id")
         raw = _finite(raw, f"raw score of {unit} {id!r}")
-        with self._tx() as conn:
+        with self._shared_rows() as conn:
             self._write(
                 conn,
                 "INSERT INTO scores (unit, id, raw, n_updates, updated_at) VALUES (%s, %s, %s, 0, %s) "
@@ -565,7 +613,7 @@ class PostgresStore(SQLStore):
         """Store a parameter (any JSON-serializable value, finite numbers only); the last write wins."""
         _need_text(name, "parameter name")
         text = _dumps(value, f"parameter {name!r}", allow_nan=False)
-        with self._tx() as conn:
+        with self._shared_rows() as conn:
             self._write(
                 conn,
                 "INSERT INTO params (name, value, updated_at) VALUES (%s, %s, %s) "
@@ -597,7 +645,7 @@ class PostgresStore(SQLStore):
         )
         args = {"name": name, "init": initial, "d": delta, "lo": lo, "hi": hi, "now": time.time()}
         try:
-            with self._tx() as conn:
+            with self._shared_rows() as conn:
                 return float(json.loads(self._write(conn, sql, args).fetchone()[0]))
         except StoreError as exc:
             if "invalid input syntax" in str(exc):

@@ -104,7 +104,11 @@ class ScoreRow:
 @dataclass(frozen=True, slots=True)
 class RunRow:
     """A run: its id, kind (``"demo"``, ``"compare"``, ``"serve"`` ...), config, start/end times, and
-    how many events it lost: ``dropped`` (queue full) and ``undelivered`` (still queued at close)."""
+    how many events it lost: ``dropped`` (queue full) and ``undelivered`` (still queued at close).
+
+    ``faults`` holds the run's failed store writes (:meth:`StoreFaults.to_dict
+    <triage_plugins.store.guard.StoreFaults.to_dict>`): ``failed`` / ``lost`` as
+    ``{what: {cause: count}}``, ``spilled``, ``replayed``; empty when none failed."""
 
     id: str
     kind: str
@@ -113,6 +117,19 @@ class RunRow:
     ended_at: float | None
     dropped: int = 0
     undelivered: int = 0
+    faults: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def writes_lost(self) -> int:
+        """Store writes (events, metric rows, scores, parameters) this run lost: neither stored nor spilled."""
+        lost = self.faults.get("lost") or {}
+        return sum(int(n) for causes in lost.values() for n in causes.values())
+
+    @property
+    def writes_failed(self) -> int:
+        """Store writes of this run that failed at first (stored later when ``replayed``)."""
+        failed = self.faults.get("failed") or {}
+        return sum(int(n) for causes in failed.values() for n in causes.values())
 
 
 # --------------------------------------------------------------------------- helpers

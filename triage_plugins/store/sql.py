@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from triage_plugins.contract.errors import EventError, StoreError
 from triage_plugins.contract.events import EVENT_TYPES, Event, from_json, join_json, part_keys, split_json
+from triage_plugins.store.chunks import split_text
 from triage_plugins.store.rows import PACKED, SCOPES, TABLES, MetricRow, RunRow, _dumps, _finite, _need_text
 
 __all__ = ["DEDUPLICATED_KINDS", "PAGE", "SQLStore"]
@@ -32,6 +33,7 @@ _EVENT_SQL = "SELECT e.id, COALESCE(b.json, e.json) FROM events e LEFT JOIN blob
 #: How many metric rows a set of ``metrics`` table rows holds (a packed row holds ``n``).
 _METRIC_COUNT = f"COALESCE(SUM(CASE WHEN name = '{PACKED}' THEN n ELSE 1 END), 0)"
 _PART_CACHE = 50_000  # parts held while iterating events (a page's parts are fetched in one query)
+_LOOK_FIRST = 1 << 20  # characters of new parts above which the stored ones are looked up first
 
 
 class Written:
@@ -68,30 +70,59 @@ class SQLStore:
 
     # ------------------------------------------------------------------ runs
 
-    def end_run(self, run_id: str, *, dropped: int = 0, undelivered: int = 0) -> None:
-        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store."""
+    def end_run(
+        self, run_id: str, *, dropped: int = 0, undelivered: int = 0, faults: Mapping[str, Any] | None = None
+    ) -> None:
+        """Mark a run finished (sets ``ended_at``) with the events it lost on the way to the store and,
+        when given, its failed store writes (``faults``, see :class:`~triage_plugins.store.rows.RunRow`)."""
         counts = []
         for name, value in (("dropped", dropped), ("undelivered", undelivered)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise StoreError(f"{name} must be a whole number >= 0, got {value!r}")
             counts.append(value)
+        sql, params = "UPDATE runs SET ended_at = ?, dropped = ?, undelivered = ?", [time.time(), *counts]
+        if faults is not None:
+            sql += ", store_faults = ?"
+            params.append(_dumps(dict(faults), "store faults", allow_nan=False))
         with self._tx() as conn:
-            cur = conn.execute(
-                self._q("UPDATE runs SET ended_at = ?, dropped = ?, undelivered = ? WHERE id = ?"),
-                (time.time(), *counts, run_id),
-            )
+            cur = conn.execute(self._q(sql + " WHERE id = ?"), (*params, run_id))
             if cur.rowcount == 0:
                 raise StoreError(f"unknown run id {run_id!r}")
 
+    def record_faults(self, run_id: str, faults: Mapping[str, Any]) -> None:
+        """Set a run's failed store writes (``runs.store_faults``); an unknown run id is ignored."""
+        text = _dumps(dict(faults), "store faults", allow_nan=False)
+        with self._tx() as conn:
+            conn.execute(self._q("UPDATE runs SET store_faults = ? WHERE id = ?"), (text, run_id))
+
+    def ping(self) -> None:
+        """Raise :class:`StoreError` when the store cannot be read now (a circuit breaker's probe)."""
+        self._read("SELECT 1")
+
+    def claim_replay(self, uid: str) -> bool:
+        """Record that the spilled write ``uid`` is being replayed; ``False`` when it already was.
+
+        Called inside the transaction that replays the write, so the mark and the write commit together.
+        """
+        with self._tx() as conn:
+            cur = conn.execute(
+                self._q("INSERT INTO replayed (uid, ts) VALUES (?, ?) ON CONFLICT (uid) DO NOTHING"),
+                (_need_text(uid, "replay id"), time.time()),
+            )
+            return cur.rowcount == 1
+
     def runs(self, kind: str | None = None) -> list[RunRow]:
         """The runs, oldest first, optionally of one kind."""
-        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered FROM runs"
+        sql = "SELECT id, kind, config, started_at, ended_at, dropped, undelivered, store_faults FROM runs"
         params: tuple = ()
         if kind is not None:
             sql += " WHERE kind = ?"
             params = (kind,)
         rows = self._read(self._q(sql + " ORDER BY started_at, id"), params)
-        return [RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6]) for r in rows]
+        return [
+            RunRow(r[0], r[1], MappingProxyType(json.loads(r[2])), r[3], r[4], r[5], r[6], _faults(r[7]))
+            for r in rows
+        ]
 
     def delete_run(self, run_id: str) -> dict[str, int]:
         """Delete a run with its events and metric rows; returns how many rows each table lost."""
@@ -175,7 +206,21 @@ class SQLStore:
         out = sorted((key, parts[key]) for key in parts.keys() - known)
         written.keys.extend(key for key, _ in out)
         written.pruned = pruned
+        if sum(len(text) for _, text in out) > _LOOK_FIRST:  # a graph's chunks: most are stored
+            out = self._not_stored(conn, out)
         return out
+
+    def _not_stored(self, conn: Any, parts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The parts whose keys the ``parts`` table does not hold (looked up ``PAGE`` keys at a time),
+        so chunks already stored are not sent to the store again."""
+        stored: set[str] = set()
+        sql = "SELECT hash FROM parts WHERE hash IN ({})"
+        for start in range(0, len(parts), PAGE):
+            keys = [key for key, _ in parts[start : start + PAGE]]
+            stored.update(
+                key for (key,) in conn.execute(self._q(sql.format(", ".join("?" * len(keys)))), keys)
+            )
+        return [part for part in parts if part[0] not in stored]
 
     @contextmanager
     def _writing_parts(self) -> Iterator[tuple[Any, Written]]:
@@ -208,16 +253,65 @@ class SQLStore:
         if outer:
             pending.clear()  # left by a transaction opened otherwise: forgotten (the parts are re-sent)
         mark = len(pending)
+        grouped = getattr(self._local, "grouped", None)
+        plain = grouped is not None and grouped[1]
+        if plain:
+            grouped[1] = False  # an explicit transaction inside a group: real savepoints within
         try:
             with self._tx():
                 yield self
         except BaseException:
             del pending[mark:]  # rolled back: these parts are not stored
             raise
+        finally:
+            if plain:
+                grouped[1] = True
         if outer:
             done, pending[:] = pending[:], []
             for written in done:
                 self._parts_committed(written)
+
+    #: Whether a worker's delivery batch commits its writes as one transaction (:meth:`grouped`,
+    #: :meth:`GuardedStore.group <triage_plugins.store.guard.GuardedStore.group>`): a backend whose
+    #: commit is what limits writers turns it on (PostgreSQL's flush to disk on every commit).
+    group_commits: bool = False
+
+    @contextmanager
+    def grouped(self) -> Iterator[Self]:
+        """One :meth:`transaction` holding the writes of a delivery batch (several queries): one
+        commit for all of them. The public writes inside are plain statements of it, not savepoints
+        (a round trip each saved): one that fails dooms the whole transaction, which the caller
+        (:meth:`GuardedStore.group <triage_plugins.store.guard.GuardedStore.group>`) rolls back and
+        writes again one by one; a nested :meth:`transaction` is still a savepoint. Writers of shared
+        rows (scores, parameters) are ordered across processes by the backend
+        (:meth:`_order_shared_rows`), so batches that update the same rows in different orders never
+        deadlock."""
+        if self._nested():
+            raise StoreError("grouped() opens a transaction of its own; it cannot be nested")
+        # [this transaction holds the shared-rows lock, writes inside are plain statements]
+        self._local.grouped = grouped = [False, False]
+        try:
+            with self.transaction():
+                grouped[1] = True
+                yield self
+        finally:
+            self._local.grouped = None
+
+    @contextmanager
+    def _shared_rows(self) -> Iterator[Any]:
+        """A write transaction (:meth:`_tx`) of scores or parameter rows, ordered with grouped
+        batches by :meth:`_order_shared_rows`."""
+        grouped = getattr(self._local, "grouped", None)
+        if grouped is not None and not grouped[0]:
+            self._order_shared_rows(grouped=True)
+            grouped[0] = True
+        with self._tx() as conn:
+            if grouped is None and self.group_commits:
+                self._order_shared_rows(conn)
+            yield conn
+
+    def _order_shared_rows(self, conn: Any = None, *, grouped: bool = False) -> None:
+        """Order writers of shared rows (SQLite: nothing to do, its write lock orders every writer)."""
 
     def _parts_committed(self, written: Written) -> None:
         """Remember the part keys of a committed transaction, unless a prune came in between."""
@@ -226,10 +320,12 @@ class SQLStore:
             known.update(written.keys)
 
     def _delete_unused_parts(self, conn: Any) -> int:
-        """Delete the shared parts no stored event names (a scan of the retrieval events; the
-        caller holds :meth:`_lock_parts`)."""
+        """Delete the shared parts no stored event names (a scan of the retrieval events and the
+        graph snapshots; the caller holds :meth:`_lock_parts`)."""
         used: set[str] = set()
         for (text,) in conn.execute("SELECT json FROM events WHERE kind = 'retrieval'"):
+            used.update(part_keys(text))
+        for (text,) in conn.execute("SELECT json FROM blobs"):  # graph snapshots' chunks
             used.update(part_keys(text))
         doomed = [key for (key,) in conn.execute("SELECT hash FROM parts") if key not in used]
         sql = "DELETE FROM parts WHERE hash IN ({})"
@@ -247,7 +343,9 @@ class SQLStore:
         """``(run_id, kind, framework, query_id, ts, json, blob, blob text)`` of one event; its
         parts are added to ``parts`` (one dict for the events written together).
 
-        A graph event's text goes to ``blobs`` once per distinct graph; a retrieval event is stored
+        A graph event's text goes to ``blobs`` once per distinct graph, as content-defined chunks
+        kept once in ``parts`` (:meth:`_new_blobs`: a snapshot stores what changed since the previous
+        one, :mod:`~triage_plugins.store.chunks`); a retrieval event is stored
         as a skeleton naming its triples and chunks, each kept once in ``parts``
         (:func:`~triage_plugins.contract.events.split_json`): queries over one graph retrieve the
         same ones again and again, so their text is written once, not once per query.
@@ -276,6 +374,24 @@ class SQLStore:
     def _blobs(rows: list[tuple]) -> list[tuple[str, str]]:
         """The distinct blobs of event rows, sorted by key."""
         return sorted({row[6]: row[7] for row in rows if row[6] is not None}.items())
+
+    def _new_blobs(self, conn: Any, rows: list[tuple], parts: dict[str, str]) -> list[tuple[str, str]]:
+        """The rows' distinct blobs not stored yet, each as the skeleton of its chunks
+        (:func:`~triage_plugins.store.chunks.split_text`, a short one whole); their chunks are added
+        to ``parts``, so a graph snapshot stores only the chunks the previous one did not have."""
+        blobs = self._blobs(rows)
+        if not blobs:
+            return []
+        keys = [key for key, _ in blobs]
+        sql = self._q(f"SELECT hash FROM blobs WHERE hash IN ({', '.join('?' * len(keys))})")
+        stored = {key for (key,) in conn.execute(sql, keys).fetchall()}
+        out = []
+        for key, text in blobs:
+            if key not in stored:
+                skeleton, chunks = split_text(text)
+                parts.update(chunks)
+                out.append((key, skeleton))
+        return out
 
     @staticmethod
     def _metric_key(row: MetricRow, run_id: str | None, now: float) -> tuple:
@@ -373,30 +489,50 @@ class SQLStore:
         scope_id: str | None = None,
         framework: str | None = None,
         retriever: str | None = None,
+        last: int | None = None,
     ) -> list[MetricRow]:
-        """The stored metric rows in recording order; filters combine with AND."""
+        """The stored metric rows in recording order; filters combine with AND.
+
+        :param last: read only the most recent ``last`` stored rows that match (a packed row, one
+            query's metrics as the usage plugin writes them, counts once): a bounded read.
+        """
         if scope is not None and scope not in SCOPES:
             raise StoreError(f"unknown metric scope {scope!r}; expected one of {SCOPES}")
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            raise StoreError(f"last must be a whole number >= 0, got {last!r}")
         where: list[str] = []
         params: list[Any] = []
+        # with ``last``, no index on the filter columns: a backward scan of the primary key stops
+        # after ``last`` matches, where an index would have every match read and sorted first
+        unindexed = "" if last is None else " || ''"
         for column, value in (
             ("scope", scope), ("name", name), ("run_id", run_id), ("scope_id", scope_id),
             ("framework", framework), ("retriever", retriever),
         ):  # fmt: skip
             if value is not None:
-                where.append(f"name IN (?, '{PACKED}')" if column == "name" else f"{column} = ?")
+                where.append(
+                    f"name{unindexed} IN (?, '{PACKED}')" if column == "name" else f"{column}{unindexed} = ?"
+                )
                 params.append(value)
         sql = "SELECT scope, scope_id, name, value, reason, run_id, framework, retriever, details, n, ts FROM metrics"
         if where:
             sql += " WHERE " + " AND ".join(where)
+        if last is None:
+            rows = self._read(self._q(sql + " ORDER BY id"), params)
+        else:
+            rows = self._read(self._q(sql + " ORDER BY id DESC LIMIT ?"), [*params, last])[::-1]
         out: list[MetricRow] = []
-        for r in self._read(self._q(sql + " ORDER BY id"), params):
+        for r in rows:
             if r[2] == PACKED:
                 out.extend(self._unpacked(r, name))
             else:
-                out.append(
-                    MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], json.loads(r[8]), r[9], r[10])
-                )
+                try:
+                    details = json.loads(r[8])
+                except (ValueError, TypeError):
+                    raise StoreError(
+                        f"the metric row {r[2]!r} of {r[0]} {r[1]!r} is damaged: its details are not JSON"
+                    ) from None
+                out.append(MetricRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], details, r[9], r[10]))
         return out
 
     # ------------------------------------------------------------------ events
@@ -537,3 +673,12 @@ class SQLStore:
             )
             for table in TABLES
         }
+
+
+def _faults(text: str | None) -> Mapping[str, Any]:
+    """A run's ``store_faults`` column read back; a malformed value reads as none (it is only a report)."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return MappingProxyType({})
+    return MappingProxyType(value if isinstance(value, dict) else {})

@@ -31,6 +31,14 @@ Schema (version :data:`SCHEMA_VERSION`, kept in ``PRAGMA user_version``; the fil
     processes and threads lose no update.
 ``params``
     a small key/value table of JSON values (for example the learned EvoRAG α).
+``blobs`` and ``parts``
+    a graph event's text once per distinct graph (``blobs``, keyed by its SHA-256), since schema 8
+    as a skeleton of content-defined chunks kept once each in ``parts`` (:mod:`~triage_plugins.store.chunks`:
+    a snapshot stores what changed since the previous one); ``parts`` also holds the triples and
+    chunks retrieval events name (schema 5).
+``replayed``
+    the ids of spilled writes already replayed (:mod:`triage_plugins.store.guard`), so each is
+    applied once. ``runs.store_faults`` (JSON) holds a run's failed writes by cause.
 
 Migrations are numbered in :data:`MIGRATIONS`; opening an older file applies the missing ones,
 each in its own ``BEGIN IMMEDIATE`` transaction (so two processes opening a new file at once do not
@@ -174,6 +182,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 6: metric rows of one scope id written together may be one packed row (name '*', sql.py); no
     # DDL: the version keeps triage versions that would misread such rows out of the file
     (),
+    (  # 7: failed store writes per run, by cause (store/guard.py); spilled writes replayed once each
+        "ALTER TABLE runs ADD COLUMN store_faults TEXT NOT NULL DEFAULT '{}'",
+        "CREATE TABLE replayed (uid TEXT PRIMARY KEY, ts REAL NOT NULL) WITHOUT ROWID",
+    ),
+    # 8: graph snapshots stored as content-defined chunks in parts (store/chunks.py); no DDL: the
+    # version keeps triage versions whose prune would delete those chunks out of the file
+    (),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -194,7 +209,7 @@ def _parse_target(url_or_path: str | os.PathLike[str]) -> Path | None:
     if scheme != "sqlite":
         raise StoreError(
             f"unsupported store URL scheme {scheme!r}; use a path, sqlite:///relative/path, "
-            "sqlite:////absolute/path or ':memory:'"
+            "sqlite:////absolute/path, ':memory:' or a postgresql://user@host/database URL"
         )
     if rest in ("", "/", "/:memory:"):
         return None
@@ -428,7 +443,8 @@ class SQLiteStore(SQLStore):
         if self.readonly:
             if version < SCHEMA_VERSION:
                 raise StoreError(
-                    f"{where!r} has store schema {version}; open it writable once to migrate it to {SCHEMA_VERSION}"
+                    f"{where!r} has store schema {version}; run `triage store migrate {where}` to bring it "
+                    f"to schema {SCHEMA_VERSION}"
                 )
             return
         if self._path is not None:
@@ -636,7 +652,7 @@ class SQLiteStore(SQLStore):
         written: Written,
     ) -> sqlite3.Cursor:
         """Insert event rows after their blobs and the parts not known stored (keys into ``written``)."""
-        blobs = self._blobs(rows)
+        blobs = self._new_blobs(db, rows, parts)
         if blobs:
             self._insert(db, self._INSERT_BLOB, blobs, run_id, many=True)
         if parts:

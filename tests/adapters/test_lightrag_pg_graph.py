@@ -1,0 +1,172 @@
+"""LightRAG on PostgreSQL (issue #31): ``PGTableGraphStorage`` (plain tables ``lightrag_graph_nodes`` /
+``lightrag_graph_edges``, no extension) + ``PGKVStorage``, vectors in NanoVectorDB (pgvector is not
+required), the triage store in the same PostgreSQL.
+
+Real ``lightrag-hku`` 1.5.7 with the offline stand-ins; a real PostgreSQL (``tests/store/pgserver.py``;
+skipped where no binaries exist, or without ``asyncpg``, LightRAG's PostgreSQL driver). LightRAG
+reads its connection from ``POSTGRES_*`` variables into a process-wide pool, so the module uses one
+database. Checked: events, graph metrics and learning are those of the default storages (NetworkX +
+JSON) on the same documents, and an upload updates the view from the named rows only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+pytest.importorskip("lightrag")
+pytest.importorskip("asyncpg", reason="LightRAG's PostgreSQL storages need asyncpg")
+psycopg = pytest.importorskip(
+    "psycopg", reason='psycopg is not installed: pip install "triage-plugins[postgres]"'
+)
+
+from lightrag import QueryParam  # noqa: E402
+
+from triage_lightrag import instrument  # noqa: E402
+from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag  # noqa: E402
+from triage_plugins.contract.config import TriageConfig  # noqa: E402
+
+DOCS = [
+    "Christopher Nolan directed Inception. Inception was released in 2010. Christopher Nolan was born in London.",
+    "Denis Villeneuve directed Dune. Dune was released in 2021. Denis Villeneuve was born in Quebec.",
+]
+LATE = "Greta Gerwig directed Barbie. Greta Gerwig was born in Sacramento."
+QUESTIONS = ("Who directed Inception?", "Where was Denis Villeneuve born?")
+PG_STORAGES = {"graph_storage": "PGTableGraphStorage", "kv_storage": "PGKVStorage"}
+
+
+def _pgserver() -> Any:
+    name = "triage_tests_pgserver"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).parents[1] / "store" / "pgserver.py"
+        )
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[name] = module
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def database():
+    """One fresh database of the session's PostgreSQL, named to LightRAG by ``POSTGRES_*``."""
+    pg = _pgserver()
+    if not pg.binaries() and not os.environ.get(pg.ENV):
+        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl) and no $" + pg.ENV)
+    cluster = pg.server()
+    url, drop = pg.fresh_database(cluster.url)
+    store_url, drop_store = pg.fresh_database(cluster.url)  # the triage store refuses a shared schema
+    parts = urlsplit(url)
+    saved = {
+        k: os.environ.get(k)
+        for k in ("POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DATABASE")
+    }
+    os.environ.update(
+        POSTGRES_HOST=parts.hostname or "127.0.0.1",
+        POSTGRES_PORT=str(parts.port or 5432),
+        POSTGRES_USER=parts.username or "postgres",
+        POSTGRES_PASSWORD=parts.password or "unused",  # trust authentication; LightRAG requires the variable
+        POSTGRES_DATABASE=parts.path.lstrip("/"),
+    )
+    yield url, store_url
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    drop()
+    drop_store()
+    if cluster.stop is not None:
+        cluster.stop()
+
+
+def _run(loop: Any, rag: Any, store: Any) -> dict[str, Any]:
+    """Instrument ``rag``, ask the questions, rate the first answer, upload one late document and
+    ask about it; what the store recorded."""
+    inst = instrument(rag, store=store, config=TriageConfig(reweight=True))
+    try:
+        ids = []
+        for question in QUESTIONS:
+            with inst.query() as qid:
+                loop.run_until_complete(rag.aquery(question, QueryParam(mode="local")))
+            ids.append(qid)
+        inst.feedback(ids[0], 1.0)
+        reads = _count_full_reads(rag.chunk_entity_relation_graph)
+        loop.run_until_complete(rag.ainsert(LATE))
+        with inst.query() as late:
+            loop.run_until_complete(rag.aquery("Who directed Barbie?", QueryParam(mode="local")))
+        full_reads = reads()
+        inst.flush()
+        s = inst.manager.store
+        graphs = [e.graph for e in s.events("graph")]
+        return {
+            "full_reads_after_upload": full_reads,
+            "extraction": sorted(t.triple.id for e in s.events("extraction") for t in e.triples),
+            "graph_nodes": [sorted(g.nodes) for g in graphs],
+            "graph_triples": [sorted(t.id for t in g.triples) for g in graphs],
+            "late_grounding": dict(s.last_event("retrieval", framework="lightrag", query_id=late).grounding),
+            "graph_metrics": sorted((m.name, m.value) for m in s.metrics(scope="graph")),
+            "query_metrics": len(s.metrics(scope="query")),
+            "learned": {k: round(v.raw, 6) for k, v in s.get_scores("triple").items()},
+        }
+    finally:
+        inst.uninstrument()
+
+
+def _count_full_reads(graph: Any) -> Any:
+    """Count ``get_all_nodes`` / ``get_all_edges`` calls on this storage instance (pass-through);
+    returns a function that removes the counters and gives the count."""
+    calls = [0]
+    for name in ("get_all_nodes", "get_all_edges"):
+        original = getattr(graph, name)
+
+        async def counted(*a: Any, _original: Any = original, **k: Any) -> Any:
+            calls[0] += 1
+            return await _original(*a, **k)
+
+        setattr(graph, name, counted)
+
+    def done() -> int:
+        for name in ("get_all_nodes", "get_all_edges"):
+            graph.__dict__.pop(name, None)
+        return calls[0]
+
+    return done
+
+
+def test_postgres_tables_give_the_events_metrics_and_learning_of_the_default_storages(
+    loop, database, tmp_path
+):
+    database, store_url = database
+    workspace = f"pg{uuid.uuid4().hex[:8]}"  # two instances of one workspace in a process share state
+    pg_rag = loop.run_until_complete(
+        build_rag(tmp_path / "pg", DOCS, workspace=workspace, llm=ScriptedLightRAGLLM(), **PG_STORAGES)
+    )
+    plain = loop.run_until_complete(
+        build_rag(tmp_path / "plain", DOCS, workspace=workspace + "f", llm=ScriptedLightRAGLLM())
+    )
+    try:
+        assert type(pg_rag.chunk_entity_relation_graph).__name__ == "PGTableGraphStorage"
+        assert type(pg_rag.text_chunks).__name__ == "PGKVStorage"
+        on_pg = _run(loop, pg_rag, store_url)  # the triage store in PostgreSQL too
+        on_files = _run(loop, plain, tmp_path / "t.sqlite")
+    finally:
+        for rag in (pg_rag, plain):
+            loop.run_until_complete(rag.finalize_storages())
+    with psycopg.connect(database) as conn:
+        edges = conn.execute(
+            "SELECT count(*) FROM lightrag_graph_edges WHERE workspace = %s", (workspace,)
+        ).fetchone()[0]
+    assert edges == len(on_pg["graph_triples"][-1]) > 0  # the graph lives in PostgreSQL's tables
+    assert on_pg["full_reads_after_upload"] == 0  # the upload's rows were read, not the graph
+    assert on_pg["late_grounding"].get("Barbie") == "Barbie"
+    assert on_pg["learned"] and any(v != 100.0 for v in on_pg["learned"].values())
+    assert on_pg["query_metrics"] > 0
+    assert on_pg == on_files
