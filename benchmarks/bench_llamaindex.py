@@ -25,6 +25,14 @@ as an in-process model would, and the CPU ratio shrinks toward 1). Targets: tota
 #20), latency <= 1.05.
 
 Run: ``python benchmarks/bench_llamaindex.py --queries 100 --delays 0,50``
+
+``--peer`` measures, in the same run and on the same queries, the peer OpenInference's LlamaIndex
+instrumentor (``openinference-instrumentation-llama-index``, the dev extra) beside ours: ``defaults`` as
+above, and ``openinference`` = its span and event handlers with an OpenTelemetry SDK tracer provider,
+a batch span processor and an in-memory exporter (no network: the cheapest sink it can have; flushed
+at the end of each block as ours is). Each is measured against plain blocks interleaved with its own:
+
+    python benchmarks/bench_llamaindex.py --peer --queries 100 --delays 0
 """
 
 from __future__ import annotations
@@ -136,6 +144,58 @@ def report(name: str, delay_ms: float, r: dict[str, list]) -> None:
     )
 
 
+class OpenInferencePeer:
+    """OpenInference's LlamaIndex instrumentor behind the toggle :func:`run` uses (instrument /
+    uninstrument / flush), exporting to memory through a batch span processor."""
+
+    def __init__(self) -> None:
+        import logging
+
+        from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(BatchSpanProcessor(self.exporter))
+        self.instrumentor = LlamaIndexInstrumentor()
+        # run() toggles before each block; "already instrumented" is expected there, not news.
+        logging.getLogger("opentelemetry.instrumentation.instrumentor").setLevel(logging.ERROR)
+
+    def instrument(self) -> None:
+        self.instrumentor.instrument(tracer_provider=self.provider)
+
+    def uninstrument(self) -> None:
+        self.instrumentor.uninstrument()
+
+    def flush(self) -> None:
+        self.provider.force_flush()
+        self.exporter.clear()  # what was exported is not kept across blocks (ours writes and forgets too)
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+def peer(engine: Any, index: Any, qs: list[str], block: int, delay_ms: float, tmp: str) -> None:
+    """Ours (default plugins, SQLite store) and OpenInference's instrumentor, each against plain."""
+    manager = TriageManager(store=Path(tmp) / f"peer-{delay_ms:g}.sqlite", entry_points=False)
+    ours = instrument(manager=manager)
+    ours.emit_graph(index)
+    for q in qs[:5]:
+        engine.query(q)
+    ours.flush()
+    report("defaults", delay_ms, run(engine, ours, qs, block))
+    manager.close()
+    oi = OpenInferencePeer()
+    oi.instrument()
+    for q in qs[:5]:
+        engine.query(q)
+    oi.flush()
+    report("openinf.", delay_ms, run(engine, oi, qs, block))
+    oi.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -143,6 +203,7 @@ def main() -> None:
     parser.add_argument("--delays", default="0,50", help="model-call delays in ms, comma-separated")
     parser.add_argument("--delay-kind", choices=("sleep", "burn"), default="sleep")
     parser.add_argument("--block", type=int, default=5)
+    parser.add_argument("--peer", action="store_true", help="ours (defaults) vs OpenInference's instrumentor")
     args = parser.parse_args()
 
     nodes, qs = world_corpus(args.seed, args.queries)
@@ -163,6 +224,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for delay_ms in (float(d) for d in args.delays.split(",") if d.strip()):
             Delay.seconds = delay_ms / 1e3
+            if args.peer:
+                peer(engine, index, qs, args.block, delay_ms, tmp)
+                continue
             configs = {
                 "adapter": TriageManager(entry_points=False, defaults=False),
                 "defaults": TriageManager(store=Path(tmp) / f"bench-{delay_ms:g}.sqlite", entry_points=False),

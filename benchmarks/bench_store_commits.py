@@ -10,8 +10,11 @@ writers (all queries / the slowest writer's wall time), the transactions the ser
 time per query (all their threads).
 
 ``ungrouped``: every write in its own transaction (``PostgresStore.group_commits = False``: the
-behaviour before group commits). ``grouped``: the writes of one delivery batch commit together.
-Modes alternate per writer count, each on a fresh database, so both see the same machine load.
+behaviour before group commits). ``grouped-apart``: the writes of one delivery batch commit together,
+and the learner's score update and α step are two statements that each wait for their answer (the
+behaviour before ``add_scores_and_param``). ``grouped``: as ``grouped-apart``, with the score update
+and the α step sent as one pipeline (one round trip). ``ungrouped`` keeps them apart too. Modes
+alternate per writer count, each on a fresh database, so all see the same machine load.
 
 PostgreSQL: ``--postgres URL`` (a database it may fill), else a throw-away cluster with
 ``fsync=on`` (durable commits) started with the test suite's ``tests/store/pgserver.py``.
@@ -31,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("ungrouped", "grouped")
+MODES = ("ungrouped", "grouped-apart", "grouped")
 
 
 def _pgserver():
@@ -71,7 +74,9 @@ def _writer(url: str, mode: str, worker: int, threads: int, n_queries: int, barr
     from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store.postgres import PostgresStore
 
-    PostgresStore.group_commits = mode == "grouped"
+    PostgresStore.group_commits = mode != "ungrouped"
+    if mode != "grouped":  # the learner then writes scores and α in two answered statements
+        PostgresStore.add_scores_and_param = None  # type: ignore[assignment,method-assign]
     manager = TriageManager(
         store=url, entry_points=False, spill_dir=Path(os.environ["BENCH_SPILL"]) / str(worker)
     )

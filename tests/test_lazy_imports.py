@@ -40,6 +40,14 @@ def test_a_manager_start_does_not_import(loaded: set[str], module: str) -> None:
     assert module not in loaded
 
 
+def test_the_scorer_imports_no_scipy_before_it_scores() -> None:
+    """``scipy.special`` is ``triage calibrate``'s (BCa intervals), not every ``triage score``'s."""
+    code = "import sys; import triage_plugins.apps.score_file; print(sorted(m for m in sys.modules if 'scipy' in m))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 def test_soft_f1_still_imports_what_it_needs() -> None:
     import numpy as np
 

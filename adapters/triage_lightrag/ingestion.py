@@ -8,7 +8,8 @@ the graph refresh they end in. Every ingestion route (``ainsert``/``insert``, th
 The view is kept fresh incrementally (:mod:`triage_lightrag.freshness`): a processed document's
 entities and relations are logged in the shared store *before* LightRAG writes its ``processed``
 status, and every query first applies what this process and the others changed, reading only those
-nodes and edges back from LightRAG's storage. Edits and deletions re-read the graph in full.
+nodes and edges back from LightRAG's storage. Edits and deletions re-read the graph in full
+(``PGTableGraphStorage``: streamed with COPY, :mod:`triage_lightrag.pg_graph`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from triage_lightrag.freshness import ChangeLog, GraphChange, change_of_documents, updated_view
+from triage_lightrag.pg_graph import is_table_storage, stream_graph
 from triage_lightrag.translate import FRAMEWORK, extraction_event, graph_view, stored_scores
 from triage_plugins.adapter_kit.logprobs import lookup_logprobs
 from triage_plugins.contract.events import GraphEvent
@@ -207,12 +209,11 @@ class IngestionHooks:
     async def _refresh_graph(self, version: int | None = None) -> None:
         """Re-read the whole graph (first use, edits, a reader too far behind); a graph event follows."""
         self._local_change = GraphChange()  # the full read includes it
-        graph = self.rag.chunk_entity_relation_graph
-        nodes, edges = await graph.get_all_nodes(), await graph.get_all_edges()
-        # the view and the grounder's gazetteer are CPU work: keep them off the event loop
-        view, grounder = await asyncio.to_thread(_view_and_grounder, nodes, edges)
+        view, scores = await _read_graph(self.rag.chunk_entity_relation_graph)
+        # the grounder's gazetteer is CPU work: keep it off the event loop
+        view, grounder = await asyncio.to_thread(_with_grounder, view)
         self._use_view(view, grounder, version)
-        self._emit_graph(edges)
+        self._emit_graph(scores)
 
     async def _apply_change(self, change: GraphChange, *, emit: bool) -> None:
         """Read the named nodes and edges (and the edges' endpoints) back from LightRAG's storage
@@ -228,7 +229,7 @@ class IngestionHooks:
         self._use_view(view, grounder, None)
         log.debug("triage_lightrag: graph view updated from %d nodes, %d edges", len(names), len(pairs))
         if emit:
-            self._emit_graph(_edge_rows(edges))
+            self._emit_graph(stored_scores(_edge_rows(edges)))
 
     def _use_view(self, view: GraphView, grounder: Any, version: int | None) -> None:
         self._view = view
@@ -237,12 +238,12 @@ class IngestionHooks:
         if version is not None:
             self._graph_version = version
 
-    def _emit_graph(self, edges: list[dict[str, Any]]) -> None:
+    def _emit_graph(self, stored: Mapping[str, float]) -> None:
+        """A graph event of the view; ``stored``: the learned scores the edges carry (a restarted
+        deployment keeps what it learned)."""
         self._guard("graph event", self.manager.emit_graph, GraphEvent(FRAMEWORK, self._view))
-        if self.reweight and self.unit == "triple":
-            stored = stored_scores(edges)  # a restarted deployment keeps what it learned
-            if stored:
-                self._guard("score seeding", self.manager.seed_scores, self.unit, stored)
+        if self.reweight and self.unit == "triple" and stored:
+            self._guard("score seeding", self.manager.seed_scores, self.unit, stored)
 
     async def _ensure_graph(self) -> None:
         """Before a query is grounded: the view includes every logged change (a failed read is
@@ -277,8 +278,16 @@ def _updated_view_and_grounder(
     return _with_grounder(updated_view(view, nodes, edges))
 
 
-def _view_and_grounder(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> tuple[GraphView, Any]:
-    return _with_grounder(graph_view(nodes, edges))
+async def _read_graph(graph: Any) -> tuple[GraphView, dict[str, float]]:
+    """The whole graph as a view and the learned scores its edges carry: ``PGTableGraphStorage``
+    streamed with COPY (:mod:`triage_lightrag.pg_graph`), any other storage through
+    ``get_all_nodes`` / ``get_all_edges``."""
+    if is_table_storage(graph):
+        streamed = await stream_graph(graph)
+        return streamed.view, streamed.scores
+    nodes, edges = await graph.get_all_nodes(), await graph.get_all_edges()
+    view = await asyncio.to_thread(graph_view, nodes, edges)  # CPU work: off the event loop
+    return view, stored_scores(edges)
 
 
 def _with_grounder(view: GraphView) -> tuple[GraphView, Any]:

@@ -162,7 +162,7 @@ class _Builder:
             self.scores.update(stored_scores([{"source": src, "target": tgt, "triage_score": score}]))
 
     def view(self) -> GraphView:
-        return GraphView(self.triples, nodes=self.nodes, sources=self.sources)
+        return GraphView(self.triples, nodes=list(self.nodes), sources=self.sources)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ Real ``lightrag-hku`` 1.5.7 with the offline stand-ins; a real PostgreSQL (``tes
 skipped where no binaries exist, or without ``asyncpg``, LightRAG's PostgreSQL driver). LightRAG
 reads its connection from ``POSTGRES_*`` variables into a process-wide pool, so the module uses one
 database. Checked: events, graph metrics and learning are those of the default storages (NetworkX +
-JSON) on the same documents, and an upload updates the view from the named rows only.
+JSON) on the same documents, an upload updates the view from the named rows only, and the COPY-streamed
+reader (``triage_lightrag.pg_graph``) gives the graph ``get_all_nodes`` / ``get_all_edges`` give.
 """
 
 from __future__ import annotations
@@ -170,3 +171,64 @@ def test_postgres_tables_give_the_events_metrics_and_learning_of_the_default_sto
     assert on_pg["learned"] and any(v != 100.0 for v in on_pg["learned"].values())
     assert on_pg["query_metrics"] > 0
     assert on_pg == on_files
+
+
+ODD = "a\tb\\c\nd é"  # every character COPY's text format escapes, and one outside ASCII
+
+
+def _add_odd_rows(loop: Any, graph: Any) -> None:
+    """Rows the scripted extractor never writes: escaped text, a stored score, an isolated node,
+    a self-loop, an edge whose endpoint LightRAG creates with no type."""
+    loop.run_until_complete(graph.upsert_node("Odd\tName", {"entity_id": "Odd\tName", "entity_type": ODD}))
+    loop.run_until_complete(graph.upsert_node("Lonely", {"entity_id": "Lonely", "entity_type": "person"}))
+    edge = {"keywords": ODD, "source_id": "chunk-1<SEP>chunk-2<SEP>chunk-1", "triage_score": "42.5"}
+    loop.run_until_complete(graph.upsert_edge("Odd\tName", "Dune", edge))
+    loop.run_until_complete(graph.upsert_edge("Dune", "Dune", {"keywords": "self"}))
+    loop.run_until_complete(graph.upsert_edge("Zeta", "Odd\tName", {"keywords": "untyped end"}))
+    loop.run_until_complete(graph.index_done_callback())
+
+
+def test_the_streamed_reader_gives_the_graph_get_all_gives(loop, database, tmp_path):
+    """COPY-streamed view == ``graph_view(get_all_nodes(), get_all_edges())`` (same triples, nodes,
+    order, provenance), the same stored scores, DNR counted in SQL == DNR of the view, and a first
+    query through the instrumentor reads no ``get_all_*``."""
+    from triage_lightrag.pg_graph import graph_counts, is_table_storage, stream_graph
+    from triage_lightrag.translate import graph_view, stored_scores
+    from triage_plugins.metrics.validation import dead_node_ratio
+
+    workspace = f"pg{uuid.uuid4().hex[:8]}"
+    rag = loop.run_until_complete(
+        build_rag(
+            tmp_path / "pg", [*DOCS, LATE], workspace=workspace, llm=ScriptedLightRAGLLM(), **PG_STORAGES
+        )
+    )
+    try:
+        graph = rag.chunk_entity_relation_graph
+        _add_odd_rows(loop, graph)
+        assert is_table_storage(graph)
+        streamed = loop.run_until_complete(stream_graph(graph, batch_bytes=64))  # rows cut across batches
+        nodes = loop.run_until_complete(graph.get_all_nodes())
+        edges = loop.run_until_complete(graph.get_all_edges())
+        counts = loop.run_until_complete(graph_counts(graph))
+        reads = _count_full_reads(graph)
+        inst = instrument(rag, store=tmp_path / "t.sqlite")
+        try:
+            with inst.query():
+                loop.run_until_complete(rag.aquery("Who directed Dune?", QueryParam(mode="local")))
+            first_view = inst._view
+        finally:
+            inst.uninstrument()
+        full_reads = reads()
+    finally:
+        loop.run_until_complete(rag.finalize_storages())
+    expected = graph_view(nodes, edges)
+    view = streamed.view
+    assert {t.id: t for t in view.triples} == {t.id: t for t in expected.triples}
+    assert view == expected  # nodes, triples, their order and their sources
+    assert len(view) >= 8 and view.has_node("Lonely") and view.degree("Lonely") == 0
+    assert view.triple("Dune|Odd\tName").predicate == ODD.strip()
+    assert view.sources["Dune|Odd\tName"] == ("chunk-1", "chunk-2")
+    assert streamed.scores == stored_scores(edges) == {"Dune|Odd\tName": 42.5}
+    assert (counts.nodes, counts.edges) == (len(view.nodes), len(view))
+    assert counts.dead_node_ratio() == dead_node_ratio(view)
+    assert full_reads == 0 and first_view == expected

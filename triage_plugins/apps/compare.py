@@ -73,6 +73,7 @@ from triage_plugins.contract.records import GraphRecord
 from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
+from triage_plugins.store.scoped import SCORE_UNITS_PARAM
 
 if TYPE_CHECKING:
     from triage_plugins.apps.score import ScoreReport
@@ -883,8 +884,6 @@ def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
 # --------------------------------------------------------------------------- running
 
 
-SCORE_UNITS_PARAM = "compare.score_units"
-"""Store parameter listing the namespaced score units a compare run wrote (read by ``triage report``)."""
 
 
 @dataclass

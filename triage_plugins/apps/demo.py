@@ -22,7 +22,7 @@ from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.events import Gold
 from triage_plugins.metrics.answers import gold_hit
 from triage_plugins.metrics.result import MetricResult
-from triage_plugins.reference.retrievers import RETRIEVERS
+from triage_plugins.reference.retrievers import FEEDBACK_RETRIEVER, RETRIEVERS
 
 if TYPE_CHECKING:
     from triage_plugins.apps.score import QueryScore, ScoreReport
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DemoResult", "DemoSeeds", "SeedInterval", "answer_is_correct", "run_demo", "run_demo_seeds"]
 
-FEEDBACK_RETRIEVER = "krag"
 
 
 def answer_is_correct(answer: str, gold: Sequence[str]) -> bool:

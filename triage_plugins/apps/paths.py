@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triage_plugins.contract.errors import TriageError
+from triage_plugins.report.html import HTML_MARKER
 
 __all__ = [
     "HTML_MARKER",
@@ -35,9 +36,6 @@ __all__ = [
     "store_file",
 ]
 
-HTML_MARKER = '<meta name="generator" content="triage-plugins">'
-"""In the head of every HTML page triage writes (:func:`triage_plugins.report.html.page`): what tells a
-previous report, which ``--html`` may replace, from any other file."""
 
 HEAD_BYTES = 64 * 1024
 """How much of an existing file is read to recognise a previous output."""

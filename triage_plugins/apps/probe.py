@@ -28,7 +28,7 @@ from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import Gold
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.diagnosis.calibration import clustered_bca_interval, youden_threshold
-from triage_plugins.reference.probe_builder import ProbeQuestion, build_probe
+from triage_plugins.reference.probe_builder import PAPER_TABLE5, PAPER_THETA_ERC, ProbeQuestion, build_probe
 
 __all__ = ["PROBE_RETRIEVERS", "Observation", "ProbeResult", "Stratum", "run_probe", "strata"]
 

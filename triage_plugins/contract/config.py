@@ -18,7 +18,9 @@ from triage_plugins.contract.errors import ConfigError
 __all__ = ["CHAIN_THRESHOLDS", "DEFAULT_THRESHOLDS", "TriageConfig", "check_namespace", "default_thresholds"]
 
 #: The default θ of each built-in chain link (DESIGN §4), read-only; the registry's links take theirs from here.
-CHAIN_THRESHOLDS: Mapping[str, float] = MappingProxyType({"QGR": 0.5, "ERC": 0.67, "RRS": 0.5, "ARF": 0.5, "AGR": 0.5})
+CHAIN_THRESHOLDS: Mapping[str, float] = MappingProxyType(
+    {"QGR": 0.5, "ERC": 0.67, "RRS": 0.5, "ARF": 0.5, "AGR": 0.5}
+)
 
 DEFAULT_THRESHOLDS: dict[str, float]  # a fresh copy of CHAIN_THRESHOLDS each time (__getattr__ below)
 

@@ -346,9 +346,13 @@ class FeedbackOptimizer:
         if not grad.informative:
             return Update({}, alpha, alpha, grad, n_scored)
         deltas = self._raw_deltas(index.ids, raw, grad.d_sc)
-        self.scores.add(deltas)
-        new_alpha = self._alpha_step(grad.d_alpha)
+        new_alpha = self._write_step(deltas, grad.d_alpha)
         return Update(deltas, alpha, new_alpha, grad, n_scored)
+
+    def _write_step(self, deltas: Mapping[str, float], d_alpha: float) -> float:
+        """Add the raw score ``deltas``, then step α (eq. 8–9); returns the new α."""
+        self.scores.add(deltas)
+        return self._alpha_step(d_alpha)
 
     def _raw_deltas(self, ids: Sequence[str], raw: np.ndarray, d_sc: np.ndarray) -> dict[str, float]:
         scale = self.scores.scale

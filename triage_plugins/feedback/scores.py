@@ -193,6 +193,28 @@ class ContributionScores:
             self._cache.update(new)
         return new
 
+    def add_and_step(
+        self,
+        deltas: Mapping[str, float],
+        name: str,
+        delta: float,
+        *,
+        initial: float,
+        bounds: tuple[float, float],
+    ) -> float:
+        """:meth:`add`, then the store's atomic ``add_param(name, delta, …)``, in one store call when the
+        store has ``add_scores_and_param`` (one round trip on PostgreSQL); returns the parameter's new value."""
+        clean = {k: float(v) for k, v in deltas.items() if v != 0.0 and math.isfinite(v)}
+        if not clean or getattr(type(self.store), "add_scores_and_param", None) is None:
+            self.add(clean)
+            return float(self.store.add_param(name, delta, initial=initial, bounds=bounds))  # type: ignore[union-attr]
+        new, value = self.store.add_scores_and_param(  # type: ignore[union-attr]
+            self.unit, clean, init=self.init, name=name, delta=delta, initial=initial, bounds=bounds
+        )
+        with self._lock:
+            self._cache.update({k: float(v) for k, v in new.items()})
+        return float(value)
+
     def set(self, id: str, raw: float) -> None:
         """Set one raw score (used for the score of a fused shortcut, EvoRAG §5.1)."""
         self.store.set_score(self.unit, id, float(raw))

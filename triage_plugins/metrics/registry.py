@@ -486,12 +486,36 @@ def _register_all(plugins: Iterable[tuple[str, object]], *, strict: bool = False
     return registry
 
 
-def _manager_plugins(manager: TriageManager) -> list[tuple[str, object]]:
-    return [
-        (info.name, manager.get_plugin(info.name))
-        for info in manager.plugins()
-        if "triage_register_metrics" in info.hooks
-    ]
+def _from_manager(manager: TriageManager) -> MetricRegistry:
+    """The built-ins plus what the manager's plugins register, called through its pluggy relay
+    (:meth:`~triage_plugins.runtime.manager.TriageManager.registrations`); a plugin that fails adds
+    none of its metrics, is logged and listed in :attr:`MetricRegistry.failed`."""
+    registry = BUILTIN_METRICS.copy()
+    for done in manager.registrations("triage_register_metrics"):
+        try:
+            registry = _add_registered(registry, done.plugin, done.items, done.error)
+        except ConfigError as exc:
+            log.error("metrics of plugin %r left out: %s", done.plugin, exc)
+            registry.failed[done.plugin] = str(exc)
+    return registry
+
+
+def _add_registered(
+    registry: MetricRegistry, name: str, specs: Iterable[MetricSpec], error: BaseException | None
+) -> MetricRegistry:
+    """``registry`` plus one plugin's ``specs`` (a new registry).
+
+    :raises ConfigError: the plugin's hook raised ``error``, or it registered a taken symbol.
+    """
+    if error is not None:
+        raise ConfigError(f"plugin {name!r}: triage_register_metrics raised {type(error).__name__}: {error}")
+    out = registry.copy()
+    try:
+        for spec in specs:
+            out.register(spec, origin=f"plugin {name!r}")
+    except ConfigError as exc:
+        raise ConfigError(f"plugin {name!r}: {exc}") from exc
+    return out
 
 
 def _entry_point_plugins() -> list[tuple[str, object]]:
@@ -537,7 +561,7 @@ def metric_registry(
     if manager is not None:
         registry = _by_manager.get(manager)
         if registry is None or refresh:
-            registry = _by_manager[manager] = _register_all(_manager_plugins(manager))
+            registry = _by_manager[manager] = _from_manager(manager)
         return registry
     if _from_entry_points is None or refresh:
         _from_entry_points = _register_all(_entry_point_plugins())

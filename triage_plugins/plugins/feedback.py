@@ -90,7 +90,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from triage_plugins.contract.lru import LRU as _LRU
 from triage_plugins.contract.errors import ConfigError, FeedbackError
 from triage_plugins.contract.events import (
     Chunk,
@@ -102,6 +101,7 @@ from triage_plugins.contract.events import (
     Triple,
 )
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.lru import LRU as _LRU
 from triage_plugins.feedback.backprop import FeedbackOptimizer, Update
 from triage_plugins.feedback.credit import CREDIT_RULES, Ends
 from triage_plugins.feedback.evaluators import (
@@ -265,6 +265,28 @@ class _SharedOptimizer(FeedbackOptimizer):
         with self._alpha_lock:
             self._alpha = float(
                 add_param(self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds)
+            )
+            self._version += 1
+        self.alpha_steps += change
+        return self._alpha
+
+    def _write_step(self, deltas: Mapping[str, float], d_alpha: float) -> float:
+        """The score deltas and the α step as one store write (one round trip on PostgreSQL) when the
+        store has ``add_scores_and_param``; the values written and returned are those of the two
+        separate writes (:meth:`ContributionScores.add_and_step`)."""
+        store = self.scores.store
+        if (
+            getattr(type(store), "add_scores_and_param", None) is None
+            or not self.learn_alpha
+            or not math.isfinite(d_alpha)
+        ):
+            return super()._write_step(deltas, d_alpha)
+        change = max(-self.max_alpha_step, min(self.max_alpha_step, -self.eta_alpha * d_alpha))
+        if change == 0.0:
+            return super()._write_step(deltas, d_alpha)
+        with self._alpha_lock:
+            self._alpha = self.scores.add_and_step(
+                deltas, self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds
             )
             self._version += 1
         self.alpha_steps += change

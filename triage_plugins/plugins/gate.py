@@ -37,11 +37,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from triage_plugins.contract.lru import LRU
 from triage_plugins.contract.config import DEFAULT_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import GateDecision
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.lru import LRU
 from triage_plugins.metrics.usage import chain_head_metrics
 
 if TYPE_CHECKING:

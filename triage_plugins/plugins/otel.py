@@ -60,9 +60,9 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from triage_plugins.contract.lru import LRU
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.lru import LRU
 
 if TYPE_CHECKING:
     from triage_plugins.contract.events import (

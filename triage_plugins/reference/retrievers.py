@@ -32,6 +32,7 @@ from triage_plugins.contract.events import Triple
 from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
+    "FEEDBACK_RETRIEVER",
     "RETRIEVERS",
     "RelevanceIndex",
     "Retrieved",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 _EPS = 1e-6
+
+#: The retriever EvoRAG's feedback learning builds on (KG-RAG); the one ``triage demo`` learns with.
+FEEDBACK_RETRIEVER = "krag"
 
 
 class Embedder(Protocol):

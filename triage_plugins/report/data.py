@@ -376,7 +376,7 @@ AUDIT_LIMIT = 5000
 
 
 def _score_units(store: Store, since: float | None, top: int, notes: list[str]) -> list[ScoreUnitReport]:
-    from triage_plugins.apps.compare import SCORE_UNITS_PARAM
+    from triage_plugins.store.scoped import SCORE_UNITS_PARAM
 
     units = ["triple", "chunk", *(store.get_param(SCORE_UNITS_PARAM, []) or [])]
     out: list[ScoreUnitReport] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -11,11 +12,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from triage_plugins.apps.demo import FEEDBACK_RETRIEVER, DemoResult, DemoSeeds, SeedInterval
 from triage_plugins.diagnosis.chain import REMEDIATION, render_trace
 from triage_plugins.metrics.registry import MetricRegistry
 from triage_plugins.metrics.result import MetricResult
+from triage_plugins.reference.retrievers import FEEDBACK_RETRIEVER
 from triage_plugins.report.terminal import fold_table, matrix_table
+
+if TYPE_CHECKING:
+    from triage_plugins.apps.demo import DemoResult, DemoSeeds, SeedInterval
 
 __all__ = ["render_demo", "render_demo_seeds"]
 

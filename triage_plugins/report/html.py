@@ -16,10 +16,10 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 
-from triage_plugins.apps.paths import HTML_MARKER
 from triage_plugins.metrics.result import MetricResult
 
 __all__ = [
+    "HTML_MARKER",
     "Safe",
     "cell",
     "details",
@@ -34,6 +34,10 @@ __all__ = [
     "table",
     "wide",
 ]
+
+HTML_MARKER = '<meta name="generator" content="triage-plugins">'
+"""In the head of every HTML page triage writes (:func:`page`): what tells a previous report, which
+``--html`` may replace, from any other file (:mod:`triage_plugins.apps.paths` looks for it)."""
 
 
 class Safe(str):

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from triage_plugins.apps.probe import PAPER_TABLE5, PAPER_THETA_ERC, ProbeResult, Stratum
+from triage_plugins.reference.probe_builder import PAPER_TABLE5, PAPER_THETA_ERC
+
+if TYPE_CHECKING:
+    from triage_plugins.apps.probe import ProbeResult, Stratum
 
 __all__ = ["render_probe"]
 

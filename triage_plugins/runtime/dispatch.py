@@ -43,34 +43,147 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["SETTLE_SECONDS", "Dispatcher", "event_weight"]
+__all__ = ["DEFAULT_QUEUED_BYTES", "SETTLE_SECONDS", "Dispatcher", "event_weight"]
 
 log = logging.getLogger("triage.dispatch")
 
 _STOP = object()
 
 SETTLE_SECONDS = 0.002  # how long the host must stay idle before delivery resumes
+#: The queue's default bound on the estimated bytes of the events it holds (:func:`event_weight`).
+DEFAULT_QUEUED_BYTES = 128 * 2**20
+
+
+#: Bytes an object costs besides its text (CPython: header, slots or fields, its place in a tuple).
+OBJECT_BYTES = 96
+#: Bytes a ``str`` costs besides its characters (49 for an ASCII ``str``, plus the pointer to it).
+STR_BYTES = 57
+#: Bytes per triple a :class:`GraphView` adds for its indexes (a dict entry per triple and node, arrays).
+INDEX_BYTES = 160
+#: Items of a sequence measured one by one; a longer one is measured on an evenly spaced sample.
+EXACT_ITEMS = 32
+
+
+def _str_bytes(text: object) -> int:
+    return STR_BYTES + len(text) if isinstance(text, str) else 16
+
+
+def _texts_bytes(texts: Any) -> int:
+    """Bytes of a sequence or mapping of strings (a mapping: its keys and values, and a dict's entries)."""
+    if isinstance(texts, Mapping):
+        return OBJECT_BYTES + sum(_str_bytes(k) + _str_bytes(v) + 24 for k, v in texts.items())
+    return OBJECT_BYTES + sum(_str_bytes(t) for t in texts) if texts else 0
+
+
+def _triple_bytes(t: Any) -> int:
+    return OBJECT_BYTES + 4 * STR_BYTES + len(t.id) + len(t.subject) + len(t.predicate) + len(t.object)
+
+
+def _chunk_bytes(c: Any) -> int:
+    return (
+        2 * OBJECT_BYTES
+        + _str_bytes(c.id)
+        + _str_bytes(c.doc_id)
+        + _str_bytes(c.text)
+        + _texts_bytes(c.locator)
+    )
+
+
+def _path_bytes(p: Any) -> int:
+    return 2 * OBJECT_BYTES + 8 * len(p.triple_ids)  # the ids are the triples' own strings
+
+
+def _extracted_bytes(e: Any) -> int:
+    logprobs = e.token_logprobs
+    return (
+        OBJECT_BYTES
+        + _triple_bytes(e.triple)
+        + (32 * len(logprobs) if logprobs else 0)
+        + _str_bytes(e.evidence)
+    )
+
+
+def _sum(items: Any, size: Callable[[Any], int]) -> int:
+    """The bytes of every item of ``items`` (a tuple), each by ``size``: exact up to
+    :data:`EXACT_ITEMS` items, else an evenly spaced sample of that many scaled to the whole."""
+    n = len(items)
+    if n <= EXACT_ITEMS:
+        return sum(map(size, items))
+    step = n / EXACT_ITEMS
+    sample = [items[int(i * step)] for i in range(EXACT_ITEMS)]
+    return int(sum(map(size, sample)) * n / EXACT_ITEMS)
+
+
+def _graph_bytes(graph: Any) -> int:
+    triples = graph.triples
+    return (
+        _sum(triples, _triple_bytes)
+        + INDEX_BYTES * len(triples)
+        + _sum(graph.nodes, _str_bytes)
+        + INDEX_BYTES * len(graph.nodes)
+        + _texts_bytes(graph.labels)
+        + sum(8 * len(v) + OBJECT_BYTES for v in graph.sources.values())
+    )
+
+
+def _retrieval_bytes(event: Any) -> int:
+    subgraph = event.subgraph
+    weight = (
+        _str_bytes(event.query)
+        + _sum(subgraph.triples, _triple_bytes)
+        + _sum(subgraph.nodes, _str_bytes)
+        + _sum(event.paths, _path_bytes)
+        + _sum(event.chunks, _chunk_bytes)
+        + _texts_bytes(event.mentions)
+        + _texts_bytes(event.grounding)
+    )
+    gold = event.gold
+    if gold is not None:
+        weight += _texts_bytes(gold.answers) + _texts_bytes(gold.entities)
+        weight += sum(_sum(path, _triple_bytes) for path in gold.paths)
+    return weight
 
 
 def event_weight(event: Any) -> int:
-    """A cheap size estimate of a queued event: 1 plus its triples, chunks and mentions.
+    """Estimated bytes a queued event holds: its objects and every text in it (triples, chunks, paths,
+    mentions, a graph's triples, nodes and indexes; a record's retrieval and answers).
 
-    Bounds the queue's memory, not only its length (a 200-triple retrieval weighs ~200 tiny feedbacks).
+    Bounds the queue's memory, not only its length (``max_weight``). Text is counted exactly, object
+    overheads by CPython's sizes (:data:`OBJECT_BYTES`, :data:`STR_BYTES`), so the estimate is at or
+    above what the event holds unless it shares strings; sequences longer than :data:`EXACT_ITEMS`
+    are estimated from an evenly spaced sample (the cost on the host's path stays bounded).
     """
-    weight = 1
-    subgraph = getattr(event, "subgraph", None)
-    if subgraph is not None:
-        weight += len(subgraph.triples)
+    weight = 2 * OBJECT_BYTES
+    if hasattr(event, "retrieval"):  # a QueryRecord: its retrieval and answers
+        return weight + _record_bytes(event)
     graph = getattr(event, "graph", None)
     if graph is not None:
-        weight += len(graph.triples)
-    for name in ("triples", "chunks", "paths", "mentions"):
+        weight += _graph_bytes(graph)
+    if hasattr(event, "subgraph"):
+        weight += _retrieval_bytes(event)
+    chunk = getattr(event, "chunk", None)
+    if chunk is not None:  # an extraction
+        weight += _chunk_bytes(chunk) + _sum(event.triples, _extracted_bytes)
+    inner = getattr(event, "event", None)
+    if inner is not None:  # a GraphRecord
+        weight += event_weight(inner)
+    for name in ("answer", "query_id", "framework", "raw"):
+        weight += _str_bytes(getattr(event, name, None))
+    for name in ("answer_mentions", "answer_grounding"):
         value = getattr(event, name, None)
-        if isinstance(value, tuple):
-            weight += len(value)
+        if value:
+            weight += _texts_bytes(value)
+    return weight
+
+
+def _record_bytes(record: Any) -> int:
+    weight = event_weight(record.retrieval) + OBJECT_BYTES * (1 + len(record.metrics))
+    for answer in (record.answer, record.closed_book):
+        if answer is not None:
+            weight += event_weight(answer)
     return weight
 
 
@@ -87,7 +200,8 @@ class Dispatcher:
     :param queue_size: most items waiting; beyond it items are dropped and counted.
     :param batch_size: most items run per wake-up.
     :param schedule_delay: seconds to wait after the first item for more (``0``: at once).
-    :param max_weight: most total weight queued (see :func:`event_weight`); beyond it items are dropped.
+    :param max_weight: most total weight queued, in estimated bytes (see :func:`event_weight`); beyond
+        it items are dropped and counted.
     :param name: the worker thread's name.
     :param yield_to: set while the host is idle (``None``: never wait for it); see the module docstring.
     :param max_yield: most seconds a batch waits for the host to be idle.
@@ -107,7 +221,7 @@ class Dispatcher:
         queue_size: int,
         batch_size: int,
         schedule_delay: float,
-        max_weight: int = 2_000_000,
+        max_weight: int = DEFAULT_QUEUED_BYTES,
         name: str = "triage-worker",
         yield_to: threading.Event | None = None,
         max_yield: float = 1.0,

@@ -60,7 +60,7 @@ from triage_plugins.contract.events import (
 )
 from triage_plugins.contract.records import GraphRecord, QueryRecord
 from triage_plugins.runtime.answers import InvalidAnswer, is_finite_real
-from triage_plugins.runtime.dispatch import SETTLE_SECONDS, Dispatcher, event_weight
+from triage_plugins.runtime.dispatch import DEFAULT_QUEUED_BYTES, SETTLE_SECONDS, Dispatcher, event_weight
 from triage_plugins.runtime.isolation import (
     ANSWER_CHECKS,
     DEFAULT_HOOK_BUDGET,
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     from triage_plugins.kg.ontology import Ontology
     from triage_plugins.store.base import Store
 
-__all__ = ["PluginInfo", "TriageManager", "default_manager"]
+__all__ = ["PluginInfo", "Registration", "TriageManager", "default_manager"]
 
 log = logging.getLogger("triage.manager")
 trace_log = logging.getLogger("triage.trace")
@@ -98,6 +98,9 @@ _NOTIFICATIONS: dict[str, type] = {
 _ARGUMENT: dict[str, str] = {"triage_query_scored": "record", "triage_graph_scored": "record"}
 _JOB = object()  # marks a deferred job among the queued notifications
 _IN_CONTEXT = object()  # marks an item delivered inside the emitting thread's contextvars (carry_context)
+#: Hooks a plugin answers by calling ``register(item)`` (after simonw/llm's ``register_models``).
+REGISTRATION_HOOKS = ("triage_register_metrics", "triage_register_runners")
+_registering = threading.local()  # .errors: plugin name -> exception, while registrations() runs
 DEFAULT_LANE, OTHER_LANE = "defaults", "plugins"
 LANES = (DEFAULT_LANE, OTHER_LANE)
 #: Seconds the queued events get to reach the store when the process exits (``TRIAGE_EXIT_TIMEOUT``).
@@ -133,6 +136,15 @@ class PluginInfo:
     distribution: str | None = None
 
 
+@dataclass(frozen=True)
+class Registration:
+    """What one plugin registered through a registration hook, or why it failed (then drop ``items``)."""
+
+    plugin: str
+    items: tuple[Any, ...]
+    error: BaseException | None = None
+
+
 @dataclass
 class _LoadError:
     name: str
@@ -155,8 +167,9 @@ class TriageManager:
     :param batch_size: most events the worker delivers per wake-up.
     :param schedule_delay: seconds the worker waits after the first queued event for more to
         arrive before delivering (``flush()`` cuts the wait short); ``0`` delivers at once.
-    :param max_queued_weight: bound of the queued events' total size, counted in triples, chunks and
-        mentions (a 200-triple retrieval weighs ~200): the queue's memory stays bounded, not only its count.
+    :param max_queued_weight: bound of the queued events' total size in bytes (default 128 MiB), each
+        event's estimated by :func:`~triage_plugins.runtime.dispatch.event_weight` (its text and objects):
+        the queue's memory stays bounded, not only its count; events beyond it are dropped and counted.
     :param hook_budget: seconds one plugin may take to answer ``triage_gate`` or ``triage_rerank``
         (default ``TRIAGE_HOOK_BUDGET`` or 0.25; ``0`` switches the budget off). An answer over budget
         is discarded (the next plugin answers) and counted, and the plugin is skipped for
@@ -177,7 +190,7 @@ class TriageManager:
         queue_size: int = 10_000,
         batch_size: int = 256,
         schedule_delay: float = 0.05,
-        max_queued_weight: int = 2_000_000,
+        max_queued_weight: int = DEFAULT_QUEUED_BYTES,
         hook_budget: float | None = None,
         hook_cooldown: float = 30.0,
         spill_dir: str | os.PathLike[str] | None = None,
@@ -431,8 +444,34 @@ class TriageManager:
 
     # ------------------------------------------------------------------ errors and tracing
 
+    def registrations(self, hook_name: str) -> list[Registration]:
+        """What each plugin registers through a registration hook, plugin by plugin in registration
+        order, each called through pluggy's relay (a subset caller of that one plugin).
+
+        A plugin whose hook raises is contained by its isolation wrapper as any hook is; its
+        :class:`Registration` carries the exception, so the caller can drop all of its items.
+        """
+        if hook_name not in REGISTRATION_HOOKS:
+            raise ConfigError(f"{hook_name!r} is not a registration hook ({', '.join(REGISTRATION_HOOKS)})")
+        impls = getattr(self._pm.hook, hook_name).get_hookimpls()
+        return [self._registration(hook_name, impl.plugin, [i.plugin for i in impls]) for impl in impls]
+
+    def _registration(self, hook_name: str, plugin: object, everyone: list[object]) -> Registration:
+        items: list[Any] = []
+        others = [p for p in everyone if p is not plugin]
+        _registering.errors = errors = {}
+        try:
+            self._pm.subset_hook_caller(hook_name, remove_plugins=others)(register=items.append)
+        finally:
+            _registering.errors = None
+        name = self._pm.get_name(plugin) or repr(plugin)
+        return Registration(name, tuple(items), errors.get(name))
+
     def _on_plugin_error(self, plugin: str, hook: str, exc: BaseException) -> None:
         key = (plugin, hook, type(exc).__name__)
+        errors = getattr(_registering, "errors", None)
+        if errors is not None:
+            errors.setdefault(plugin, exc)
         with self._lock:
             self.failures[key] += 1
             first = key not in self._reported

@@ -534,6 +534,23 @@ class GuardedStore:
         self._params[name] = value
         return value
 
+    def add_scores_and_param(
+        self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0, name: str, delta: float,
+        initial: float = 0.0, bounds: tuple[float, float] | None = None,
+    ) -> tuple[dict[str, float], float]:
+        """:meth:`add_scores` and one :meth:`add_param` step as one write (one round trip on a store
+        that has ``add_scores_and_param``, else the two writes); counted as the score write it is."""
+        clean = dict(deltas)
+        if not clean or getattr(type(self.inner), "add_scores_and_param", None) is None:
+            return self.add_scores(unit, clean, init=init), self.add_param(name, delta, initial=initial, bounds=bounds)
+        args = {"unit": unit, "deltas": clean, "init": init, "name": name, "delta": delta, "initial": initial, "bounds": bounds}
+        call = lambda: self.inner.add_scores_and_param(unit, clean, init=init, name=name, delta=delta, initial=initial, bounds=bounds)  # noqa: E731
+        fallback = lambda: (self._step_known(unit, clean, init), _bounded(float(self._params.get(name, initial)) + delta, bounds))  # noqa: E731
+        new, value = self._write("scores", len(clean), "add_scores_and_param", args, call, fallback)
+        self._remember_scores(unit, {k: ScoreRow(float(v), 0, time.time()) for k, v in new.items()}, only_known=True)
+        self._params[name] = value
+        return new, value
+
     def _one(self, write: Callable[[], Any]) -> int:
         try:
             write()
@@ -858,6 +875,9 @@ def _apply(store: Store, op: str, args: dict[str, Any]) -> None:
         store.record_metrics([MetricRow(**row) for row in args["rows"]], run_id=args["run_id"])
     elif op == "add_scores":
         store.add_scores(args["unit"], args["deltas"], init=args["init"])
+    elif op == "add_scores_and_param":
+        store.add_scores(args["unit"], args["deltas"], init=args["init"])
+        _apply(store, "add_param", args)
     elif op == "set_score":
         store.set_score(args["unit"], args["id"], args["raw"])
     elif op == "set_param":

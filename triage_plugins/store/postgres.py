@@ -577,10 +577,52 @@ class PostgresStore(SQLStore):
         now = time.time()
         out: dict[str, float] = {}
         with self._shared_rows() as conn:
-            for item_id, delta in sorted(checked):
-                cur = self._write(conn, self._UPSERT_SCORE, (unit, item_id, init, delta, now, delta))
+            with conn.pipeline():  # one round trip for every id, not one each
+                cursors = self._upsert_scores(conn, unit, checked, init, now)
+            for item_id, cur in cursors:
                 out[item_id] = float(cur.fetchone()[0])
         return {item_id: out[item_id] for item_id, _ in checked}
+
+    def _upsert_scores(
+        self, conn: Any, unit: str, checked: list[tuple[str, float]], init: float, now: float
+    ) -> list[tuple[str, Any]]:
+        """Send one upsert per id, in sorted order (inside a pipeline: answered at its end)."""
+        return [
+            (item_id, self._write(conn, self._UPSERT_SCORE, (unit, item_id, init, delta, now, delta)))
+            for item_id, delta in sorted(checked)
+        ]
+
+    def add_scores_and_param(
+        self,
+        unit: str,
+        deltas: Mapping[str, float],
+        *,
+        init: float = 100.0,
+        name: str,
+        delta: float,
+        initial: float = 0.0,
+        bounds: tuple[float, float] | None = None,
+    ) -> tuple[dict[str, float], float]:
+        """:meth:`add_scores` and one :meth:`add_param` step in one transaction and one round trip (the
+        statements are pipelined; each is the one those methods send, so the values are theirs).
+
+        :return: the new raw scores and the parameter's new value.
+        """
+        init, checked = self._checked_deltas(unit, deltas, init)
+        step, initial, lo, hi = self._checked_step(name, delta, initial, bounds)
+        now = time.time()
+        args = {"name": name, "init": initial, "d": step, "lo": lo, "hi": hi, "now": now}
+        try:
+            with self._shared_rows() as conn:
+                with conn.pipeline():
+                    cursors = self._upsert_scores(conn, unit, checked, init, now)
+                    param = self._write(conn, self._ADD_PARAM, args)
+                out = {item_id: float(cur.fetchone()[0]) for item_id, cur in cursors}
+                value = float(json.loads(param.fetchone()[0]))
+        except StoreError as exc:
+            _raise_not_a_number(name, exc)
+            raise
+        return {item_id: out[item_id] for item_id, _ in checked}, value
 
     def set_score(self, unit: str, id: str, raw: float) -> None:
         """Overwrite a raw score (suppression, resets); keeps its update count (0 for a new id)."""
@@ -636,25 +678,29 @@ class PostgresStore(SQLStore):
         clamp applied after each step. :return: the new value.
         """
         delta, initial, lo, hi = self._checked_step(name, delta, initial, bounds)
-        sql = (
-            "INSERT INTO params AS p (name, value, updated_at) "
-            "VALUES (%(name)s, (LEAST(GREATEST(%(init)s::float8 + %(d)s, %(lo)s), %(hi)s))::text, %(now)s) "
-            "ON CONFLICT (name) DO UPDATE SET "
-            "value = (LEAST(GREATEST(p.value::float8 + %(d)s, %(lo)s), %(hi)s))::text, "
-            "updated_at = excluded.updated_at RETURNING value"
-        )
         args = {"name": name, "init": initial, "d": delta, "lo": lo, "hi": hi, "now": time.time()}
         try:
             with self._shared_rows() as conn:
-                return float(json.loads(self._write(conn, sql, args).fetchone()[0]))
+                return float(json.loads(self._write(conn, self._ADD_PARAM, args).fetchone()[0]))
         except StoreError as exc:
-            if "invalid input syntax" in str(exc):
-                raise StoreError(
-                    f"parameter {name!r} is not a number; add_param steps numbers only"
-                ) from None
+            _raise_not_a_number(name, exc)
             raise
 
+    _ADD_PARAM = (
+        "INSERT INTO params AS p (name, value, updated_at) "
+        "VALUES (%(name)s, (LEAST(GREATEST(%(init)s::float8 + %(d)s, %(lo)s), %(hi)s))::text, %(now)s) "
+        "ON CONFLICT (name) DO UPDATE SET "
+        "value = (LEAST(GREATEST(p.value::float8 + %(d)s, %(lo)s), %(hi)s))::text, "
+        "updated_at = excluded.updated_at RETURNING value"
+    )
+
     # ------------------------------------------------------------------ summary
+
+
+def _raise_not_a_number(name: str, exc: StoreError) -> None:
+    """Raise the error of an ``add_param`` step on a parameter that is not a number, if ``exc`` is one."""
+    if "invalid input syntax" in str(exc):
+        raise StoreError(f"parameter {name!r} is not a number; add_param steps numbers only") from None
 
 
 def _chunks(items: Iterable[Any]) -> Iterator[list[Any]]:

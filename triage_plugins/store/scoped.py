@@ -35,10 +35,13 @@ if TYPE_CHECKING:
     from triage_plugins.store.base import Store
     from triage_plugins.store.rows import RunRow, ScoreRow
 
-__all__ = ["NAMESPACE_KEY", "ScopedStore", "check_namespace", "join_namespaces", "scoped", "unscoped"]
+__all__ = ["NAMESPACE_KEY", "SCORE_UNITS_PARAM", "ScopedStore", "check_namespace", "join_namespaces", "scoped", "unscoped"]
 
 #: The run config key naming the scope a run belongs to.
 NAMESPACE_KEY = "namespace"
+
+#: The store parameter listing the namespaced score units a compare run wrote (read by ``triage report``).
+SCORE_UNITS_PARAM = "compare.score_units"
 
 
 def join_namespaces(*parts: str | None) -> str | None:

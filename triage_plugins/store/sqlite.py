@@ -255,6 +255,26 @@ class _Handle:
 # --------------------------------------------------------------------------- the store
 
 
+def _sidecars(path: Path) -> frozenset[str]:
+    """Which of SQLite's ``-wal`` / ``-shm`` files exist beside ``path``."""
+    return frozenset(s for s in ("-wal", "-shm") if Path(f"{path}{s}").exists())
+
+
+def _leave_no_sidecars(path: Path) -> None:
+    """Remove the ``-wal`` / ``-shm`` files a read-only open left, the way SQLite itself does: a
+    read-write connection opened and closed at once, which deletes them only when it is the last
+    connection to the store (another process's live files stay) and writes no data (an empty WAL
+    has nothing to checkpoint). On a read-only filesystem nothing happens."""
+    try:
+        db = sqlite3.connect(str(path), timeout=0.2, isolation_level=None)
+        try:
+            db.execute("PRAGMA application_id").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        log.debug("left SQLite's -wal/-shm files beside %s: %s", path, exc)
+
+
 class SQLiteStore(SQLStore):
     """A SQLite trace + score store (see the module docstring for the tables).
 
@@ -279,6 +299,8 @@ class SQLiteStore(SQLStore):
         self._orphans: list[_Handle] = []  # connections inherited through fork: never touched again
         self._memory: _Handle | None = None
         self._memory_lock = threading.RLock()
+        #: the ``-wal`` / ``-shm`` files already beside a store opened read-only (close() removes none of them)
+        self._sidecars = _sidecars(self._path) if readonly and self._path is not None else frozenset()
         if self._path is not None and not readonly:
             try:
                 self._path.parent.mkdir(parents=True, exist_ok=True)
@@ -596,6 +618,8 @@ class SQLiteStore(SQLStore):
                 handle.db.close()
             except sqlite3.Error as exc:  # pragma: no cover - close failing is logged, not raised
                 log.warning("closing a connection of %s failed: %s", self._where(), exc)
+        if self.readonly and self._path is not None and _sidecars(self._path) - self._sidecars:
+            _leave_no_sidecars(self._path)
 
     # ------------------------------------------------------------------ runs
 

@@ -1,0 +1,145 @@
+"""The core's folders import each other without a cycle (DESIGN §2: dependencies point inward).
+
+The graph is read from the source with :mod:`ast`, not from ``sys.modules``: every ``import`` counts,
+at module top or inside a function (a late import hides a cycle from Python, not from the design).
+Imports under ``if TYPE_CHECKING:`` are left out: they never run, so they cannot tie two folders
+together at import time, and annotations may name a type of an outer layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import triage_plugins
+
+ROOT = Path(triage_plugins.__file__).parent
+PACKAGE = ROOT.name
+
+Edges = dict[str, dict[str, list[str]]]  # folder -> imported folder -> where ("module:line")
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _folder(module: str, root: Path) -> str | None:
+    """``apps`` for ``triage_plugins.apps.score``; ``None`` outside the package or for its root face."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE or len(parts) < 2 or not (root / parts[1]).is_dir():
+        return None
+    return parts[1]
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Ids of the nodes inside ``if TYPE_CHECKING:`` blocks."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return out
+
+
+def _imported(node: ast.AST, package: str) -> list[str]:
+    """The modules an import statement names (``from a import b`` names ``a`` and ``a.b``)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
+def folder_imports(root: Path = ROOT) -> Edges:
+    """Which folder of the core imports which, with the places that do it."""
+    edges: Edges = defaultdict(lambda: defaultdict(list))
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
+        source = _folder(module, root)
+        if source is None:
+            continue
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            for target in _imported(node, package):
+                folder = _folder(target, root)
+                if folder is not None and folder != source:
+                    edges[source][folder].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
+    return edges
+
+
+def cycles(edges: Edges) -> list[list[str]]:
+    """The strongly connected components of more than one folder (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _explain(component: list[str], edges: Edges) -> str:
+    return "\n".join(
+        f"  {a} -> {b}: {', '.join(edges[a][b][:3])}" for a in component for b in edges[a] if b in component
+    )
+
+
+def test_no_import_cycle_among_the_core_folders():
+    edges = folder_imports()
+    found = cycles(edges)
+    assert not found, "\n".join(f"cycle {c}:\n{_explain(c, edges)}" for c in found)
+
+
+def test_report_imports_nothing_from_apps():
+    """The report renders records and rows (issue 32): the commands call it, it calls no command."""
+    assert "apps" not in folder_imports()["report"]
+
+
+def test_the_contract_imports_only_itself():
+    """What every plugin and adapter imports is the innermost layer."""
+    assert not folder_imports()["contract"]
+
+
+def test_a_late_import_counts(tmp_path: Path):
+    """The walk sees imports inside functions and skips ``TYPE_CHECKING`` blocks."""
+    pkg = tmp_path / PACKAGE
+    for folder in ("a", "b"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "a" / "x.py").write_text(f"def f():\n    from {PACKAGE}.b import y\n")
+    (pkg / "b" / "y.py").write_text(
+        f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from {PACKAGE}.a import x\nfrom ..a import x\n"
+    )
+    edges = folder_imports(pkg)
+    assert "b" in edges["a"] and "a" in edges["b"]
+    assert cycles(edges) == [["a", "b"]]
