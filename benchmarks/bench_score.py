@@ -119,20 +119,22 @@ def ratio(lines: int, n_triples: int, rounds: int) -> None:
             ],
         }
         seconds: dict[str, list[float]] = {"json.loads of every line": [], **{k: [] for k in argv}}
+        peak: dict[str, list[float]] = {k: [] for k in argv}
         for _ in range(rounds):
-            done = subprocess.run(
-                [sys.executable, "-c", JSON_LOADS, str(trace)], check=True, capture_output=True
+            loads = [sys.executable, "-c", JSON_LOADS, str(trace)]
+            seconds["json.loads of every line"].append(
+                float(subprocess.run(loads, check=True, capture_output=True).stdout)
             )
-            seconds["json.loads of every line"].append(float(done.stdout))
             for name, cmd in argv.items():
-                t0 = time.perf_counter()
-                subprocess.run([*cmd, str(trace), "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
-                seconds[name].append(time.perf_counter() - t0)
+                s, gb = measure([*cmd, str(trace), "--json", str(out)])
+                seconds[name].append(s)
+                peak[name].append(gb)
     floor = statistics.median(seconds["json.loads of every line"])
     print(f"{lines} lines, medians of {rounds} interleaved runs (score: the whole process)")
     for name, values in seconds.items():
         med = statistics.median(values)
-        print(f"{name:32} {med:8.2f} s  {med / floor:6.1f} x json.loads", flush=True)
+        rss = f"  peak RSS {statistics.median(peak[name]):.2f} GB" if name in peak else ""
+        print(f"{name:38} {med:8.2f} s  {med / floor:6.1f} x json.loads{rss}", flush=True)
 
 
 def _cpu(fn: Any) -> float:

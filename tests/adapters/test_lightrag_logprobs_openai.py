@@ -120,6 +120,17 @@ class Stub:
         return [r for r in self.requests if r["kind"] == "extract" and r["model"] == model]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _forget_provider_modules() -> Iterator[None]:
+    """lightrag-server imports ``lightrag.llm.openai`` for this module's binding; drop it (and what it
+    pulled in under ``lightrag.llm``) afterwards, so a later test that checks our default path imports
+    no provider module sees only what that path imports."""
+    before = {m for m in sys.modules if m.startswith("lightrag.llm")}
+    yield
+    for name in [m for m in sys.modules if m.startswith("lightrag.llm") and m not in before]:
+        del sys.modules[name]
+
+
 @pytest.fixture(scope="module")
 def stub() -> Iterator[Stub]:
     s = Stub()

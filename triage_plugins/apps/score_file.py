@@ -267,7 +267,10 @@ def _wanted_events(
                 continue
             if lines is None:  # pass 1 already counted the undecodable lines; none of them is wanted
                 lines = read_lines(path, BadLines(), name=name)
-            yield number, next(parse_line(text, name, n) for n, text in lines if n == number)
+            event = next((parse_line(text, name, n) for n, text in lines if n == number), None)
+            if event is None:
+                return  # the file ended early (changed since pass 1): what was not read is not scored
+            yield number, event
     finally:
         cache.clear()
         index.cached = 0

@@ -526,10 +526,14 @@ class SQLiteStore(SQLStore):
             self._pid = os.getpid()
 
     def _prune_dead_threads(self) -> None:
+        """Close the connections of threads that ended. The main thread counts as alive even when
+        ``is_alive()`` says otherwise: during interpreter shutdown it is marked stopped while it still
+        runs the ``atexit`` handlers (a manager ending its run there must keep its connection)."""
         alive = []
+        main = threading.main_thread()
         for ref, handle in self._handles:
             thread = ref()
-            if thread is None or not thread.is_alive():
+            if thread is None or (thread is not main and not thread.is_alive()):
                 handle.db.close()
             else:
                 alive.append((ref, handle))
