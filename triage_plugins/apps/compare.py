@@ -256,11 +256,7 @@ def _plugin_objects() -> tuple[list[tuple[str, object]], list[str]]:
     from triage_plugins.runtime.manager import TriageManager
 
     with TriageManager(defaults=False, synchronous=True) as manager:
-        plugins = [
-            (info.name, manager.get_plugin(info.name))
-            for info in manager.plugins()
-            if "triage_register_runners" in info.hooks
-        ]
+        plugins = manager.implementers("triage_register_runners")
         errors = [f"plugin {e.name!r} failed to load: {e.error}" for e in manager.load_errors]
     return plugins, errors
 

@@ -27,6 +27,7 @@ from triage_plugins.reference.retrievers import FEEDBACK_RETRIEVER, RETRIEVERS
 if TYPE_CHECKING:
     from triage_plugins.apps.score import QueryScore, ScoreReport
     from triage_plugins.offline.world import Question, World
+    from triage_plugins.plugins.feedback import FeedbackLearner
     from triage_plugins.reference.pipeline import ReferencePipeline
 
 __all__ = ["DemoResult", "DemoSeeds", "SeedInterval", "answer_is_correct", "run_demo", "run_demo_seeds"]
@@ -165,10 +166,11 @@ def run_demo(
 
         rounds: list[dict[str, Any]] = []
         if feedback_rounds > 0:
-            if manager.get_plugin("triage.feedback") is None:
+            learner = manager.learner
+            if learner is None:
                 notes.append("feedback rounds skipped: the triage.feedback plugin is disabled")
             else:
-                rounds = _feedback_rounds(manager, pipeline, world, feedback_rounds, bar)
+                rounds = _feedback_rounds(manager, learner, pipeline, world, feedback_rounds, bar)
         manager.flush()
         return DemoResult(
             seed=seed,
@@ -217,7 +219,12 @@ def _world_counts(world: World, chunks: int, pipeline: ReferencePipeline) -> dic
 
 
 def _feedback_rounds(
-    manager: Any, pipeline: ReferencePipeline, world: World, k: int, bar: Callable
+    manager: Any,
+    learner: FeedbackLearner,
+    pipeline: ReferencePipeline,
+    world: World,
+    k: int,
+    bar: Callable,
 ) -> list[dict[str, Any]]:
     """Round 0 measures the held-out (test) accuracy with reweighting on and nothing learned; each
     round r ≥ 1 then
@@ -243,7 +250,6 @@ def _feedback_rounds(
     """
     train = world.questions[0::2]
     test = world.questions[1::2]
-    learner = manager.get_plugin("triage.feedback")
     if manager.store is not None and manager.run_id is not None:  # the static run ends here
         manager.flush()
         manager.store.end_run(manager.run_id)

@@ -293,7 +293,7 @@ def _record(manager: TriageManager, applied: MutableSet[str] | None, ids: list[s
 
 def _restore(manager: TriageManager, framework: str, query_id: str) -> bool:
     """Hand the query's recorded retrieval and answer to the feedback learner; ``False`` if none."""
-    learner = manager.get_plugin("triage.feedback")
+    learner = manager.learner
     store = manager.store
     if learner is None or store is None:
         return True  # nothing to restore into, or nothing to restore from: the event goes as it is
@@ -391,7 +391,7 @@ def _plan(
 
 
 def _capped(manager: TriageManager) -> int:
-    learner = manager.get_plugin("triage.feedback")
+    learner = manager.learner
     counts = getattr(learner, "unattributed", None)
     return int(counts.get(CAPPED, 0)) if isinstance(counts, Mapping) else 0
 

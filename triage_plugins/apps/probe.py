@@ -6,7 +6,8 @@ the pipeline's default grounder and run through the five retrievers of §5.1 (``
 (question × retriever) it records the gold-free predictors ERC, RRS, QGR and RPC, and two outcomes:
 CC (every gold-answer entity in the retrieved subgraph — reader-free) and Hits@1 (a gold answer in
 the reader's answer). Off-topic questions have no gold answer and are excluded from the predictive
-table, as in the paper.
+table, as in the paper. Every value is read from the scorer's record of the query
+(``triage_query_scored``, DESIGN §4 "Scoring once"); the probe computes no metric itself.
 
 Table 5's strata: ERC < 0.5, 0.5 ≤ ERC < 1, ERC = 1; RRS = 0, RRS > 0 — with n, CC % and Hits@1 %
 and cluster-bootstrap BCa intervals (the question is the cluster: five retrievers see the same
@@ -17,18 +18,24 @@ paper does (the largest ERC value still classified failing), with a clustered BC
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from triage_plugins.contract.config import TriageConfig
-from triage_plugins.contract.errors import ConfigError
+from triage_plugins.contract.errors import ConfigError, TriageError
 from triage_plugins.contract.events import Gold
 from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.diagnosis.calibration import clustered_bca_interval, youden_threshold
 from triage_plugins.reference.probe_builder import PAPER_TABLE5, PAPER_THETA_ERC, ProbeQuestion, build_probe
+
+if TYPE_CHECKING:
+    from triage_plugins.contract.records import QueryRecord
+    from triage_plugins.metrics.result import MetricResult
+    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["PROBE_RETRIEVERS", "Observation", "ProbeResult", "Stratum", "run_probe", "strata"]
 
@@ -40,6 +47,39 @@ PROBE_RETRIEVERS: tuple[str, ...] = (
     "path",
 )
 
+
+class _Scored:
+    """Keeps the scorer's latest record of each query (``triage_query_scored``): the probe reads its
+    predictors and outcomes from the one scorer of its own manager instead of computing them again."""
+
+    def __init__(self) -> None:
+        self._latest: dict[tuple[str, str], QueryRecord] = {}
+
+    @hookimpl
+    def triage_query_scored(self, record: QueryRecord) -> None:
+        self._latest[(record.framework, record.query_id)] = record
+
+    def metrics(self, framework: str, query_id: str) -> Mapping[str, MetricResult]:
+        """The query's metrics as last scored, forgotten once read (each query is read once)."""
+        record = self._latest.pop((framework, query_id), None)
+        if record is None:
+            raise TriageError(
+                f"no scorer record for {framework} query {query_id!r}: is a probe plugin "
+                "(triage.probe.scorer, triage.probe.records) blocked by TRIAGE_DISABLE_PLUGINS?"
+            )
+        return record.metrics
+
+
+def _collect_records(manager: TriageManager) -> _Scored:
+    """Register the record collector on ``manager``, and a scorer when it has none (no store, so no
+    default plugins, or ``triage.usage`` blocked)."""
+    from triage_plugins.plugins.usage import UsageRecorder
+
+    if manager.scorer is None:
+        manager.register(UsageRecorder(manager), "triage.probe.scorer")
+    scored = _Scored()
+    manager.register(scored, "triage.probe.records")
+    return scored
 
 
 @dataclass(frozen=True)
@@ -103,7 +143,7 @@ class ProbeResult:
         }
 
 
-def _value(metrics: dict[str, Any], name: str) -> float | None:
+def _value(metrics: Mapping[str, MetricResult], name: str) -> float | None:
     r = metrics.get(name)
     return None if r is None else r.value
 
@@ -154,8 +194,6 @@ def run_probe(
     **pipeline_options: Any,
 ) -> ProbeResult:
     """Build the probe over ``graph`` and run it through ``retrievers`` (module docstring)."""
-    from triage_plugins.kg.grounding import shared_grounder
-    from triage_plugins.metrics.usage import usage_metrics
     from triage_plugins.reference.pipeline import ReferencePipeline
     from triage_plugins.runtime.manager import TriageManager
 
@@ -173,20 +211,25 @@ def run_probe(
         if n < per_category
     ]
     notes += [f"{cat}: 0 questions (the KB cannot supply any)" for cat in _missing(counts)]
-    # The gate is off: the probe measures the retrievers as configured, not rerouted.
+    # The gate is off: the probe measures the retrievers as configured, not rerouted. Synchronous:
+    # each query's record is there as soon as it is answered.
     manager = TriageManager(
-        store, config=TriageConfig(gate=False), entry_points=False, defaults=store is not None
+        store,
+        config=TriageConfig(gate=False),
+        entry_points=False,
+        defaults=store is not None,
+        synchronous=True,
     )
     observations: list[Observation] = []
     try:
+        scored = _collect_records(manager)
         pipeline = ReferencePipeline(manager, graph, **pipeline_options)
-        grounder = shared_grounder(graph)
         tick = bar("probe questions × retrievers", len(questions) * len(retrievers))
         for q in questions:
             gold = Gold(q.gold_answers, (), q.entities) if q.gold_answers else Gold((), (), q.entities)
             for name in retrievers:
                 answer = pipeline.ask(q.text, query_id=f"{q.id}:{name}", retriever=name, gold=gold)
-                metrics = usage_metrics(answer.retrieval, answer.generation, grounder=grounder)
+                metrics = scored.metrics(answer.retrieval.framework, answer.query_id)
                 observations.append(
                     Observation(
                         question_id=q.id,

@@ -43,7 +43,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from triage_plugins.contract import hookspecs
 from triage_plugins.contract.config import TriageConfig
@@ -76,9 +76,14 @@ from triage_plugins.store.scoped import scoped
 if TYPE_CHECKING:
     from triage_plugins.contract.events import Gold
     from triage_plugins.kg.ontology import Ontology
+    from triage_plugins.plugins.feedback import FeedbackLearner
+    from triage_plugins.plugins.recorder import StoreRecorder
+    from triage_plugins.plugins.usage import UsageRecorder
     from triage_plugins.store.base import Store
 
 __all__ = ["PluginInfo", "Registration", "TriageManager", "default_manager"]
+
+_P = TypeVar("_P")
 
 log = logging.getLogger("triage.manager")
 trace_log = logging.getLogger("triage.trace")
@@ -420,6 +425,43 @@ class TriageManager:
     def get_plugin(self, name: str) -> Any:
         return self._pm.get_plugin(name)
 
+    # ------------------------------------------------------------------ default plugins by role
+    # Apps and the manager find the core's own plugins by type, never by name: a renamed, replaced
+    # or blocked plugin then reads as "absent", not as another plugin's object (issue 32).
+
+    def _plugin_of_type(self, cls: type[_P]) -> _P | None:
+        """The first registered plugin that is a ``cls`` (subclasses too), or ``None``."""
+        return next((p for _, p in self._pm.list_name_plugin() if isinstance(p, cls)), None)
+
+    @property
+    def learner(self) -> FeedbackLearner | None:
+        """The registered feedback learner (``triage.feedback`` by default), or ``None`` when blocked."""
+        from triage_plugins.plugins.feedback import FeedbackLearner
+
+        return self._plugin_of_type(FeedbackLearner)
+
+    @property
+    def recorder(self) -> StoreRecorder | None:
+        """The registered store recorder (``triage.recorder`` by default), or ``None`` when blocked."""
+        from triage_plugins.plugins.recorder import StoreRecorder
+
+        return self._plugin_of_type(StoreRecorder)
+
+    @property
+    def scorer(self) -> UsageRecorder | None:
+        """The registered scorer (``triage.usage`` by default), or ``None`` when blocked."""
+        from triage_plugins.plugins.usage import UsageRecorder
+
+        return self._plugin_of_type(UsageRecorder)
+
+    def implementers(self, hook_name: str) -> list[tuple[str, object]]:
+        """``(name, plugin)`` of every registered plugin implementing ``hook_name``, in registration order."""
+        return [
+            (name, plugin)
+            for name, plugin in self._pm.list_name_plugin()
+            if plugin is not None and any(c.name == hook_name for c in self._pm.get_hookcallers(plugin) or ())
+        ]
+
     def plugins(self) -> list[PluginInfo]:
         """Every registered plugin with the hooks it implements."""
         from triage_plugins import __version__
@@ -569,7 +611,7 @@ class TriageManager:
             return flushed
         committed = guard.committed(event)
         if committed is None:  # never written: durable only when no recorder is there to write it
-            committed = not self._closed and self._pm.get_plugin("triage.recorder") is None
+            committed = not self._closed and self.recorder is None
         return flushed and committed and not guard.degraded
 
     def _emit(self, hook_name: str, event: Event | QueryRecord | GraphRecord) -> None:
