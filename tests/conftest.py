@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -20,6 +23,45 @@ for var in (
 
 #: Real KGQA data shipped beside the repository (never copied into it).
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _load_pgserver() -> ModuleType:
+    """``tests/store/pgserver.py`` as the module ``triage_tests_pgserver`` (one copy for every folder)."""
+    spec = importlib.util.spec_from_file_location(
+        "triage_tests_pgserver", Path(__file__).parent / "store" / "pgserver.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up; tests import it by this name
+    spec.loader.exec_module(module)
+    return module
+
+
+pg = _load_pgserver()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The PostgreSQL server of the session, shared by every test folder (``tests/store/pgserver.py``:
+    ``$TRIAGE_TEST_POSTGRES_URL``, else one started with ``initdb``); skips only where no PostgreSQL
+    binaries exist."""
+    pytest.importorskip("psycopg", reason='psycopg is not installed: pip install "triage-plugins[postgres]"')
+    if not pg.binaries() and not os.environ.get(pg.ENV):
+        pytest.skip(
+            f"no PostgreSQL binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin, and no ${pg.ENV}"
+        )
+    cluster = pg.server()
+    yield cluster
+    if cluster.stop is not None:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """The URL of an empty database, dropped after the test."""
+    url, drop = pg.fresh_database(postgres_server.url)
+    yield url
+    drop()
 
 
 @pytest.fixture

@@ -512,21 +512,9 @@ def page_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def docs_postgres():
-    """A PostgreSQL server for ``needs: postgres`` blocks (tests/store/pgserver.py), or a skip."""
-    pytest.importorskip("psycopg", reason="psycopg is not installed (the postgres extra)")
-    spec = importlib.util.spec_from_file_location(
-        "triage_docs_pgserver", ROOT / "tests" / "store" / "pgserver.py"
-    )
-    pg = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = pg  # type: ignore[union-attr]
-    spec.loader.exec_module(pg)  # type: ignore[union-attr]
-    if not pg.binaries() and not os.environ.get(pg.ENV):
-        pytest.skip(f"no PostgreSQL binaries and no ${pg.ENV}: a needs-postgres block cannot run")
-    cluster = pg.server()
-    yield pg, cluster
-    if cluster.stop is not None:
-        cluster.stop()
+def docs_postgres(postgres_server):
+    """The suite's PostgreSQL server (tests/conftest.py) for ``needs: postgres`` blocks, or a skip."""
+    return sys.modules["triage_tests_pgserver"], postgres_server
 
 
 def run_shell(block: Block, cwd: Path, env: dict[str, str], text: str) -> tuple[int | None, str]:

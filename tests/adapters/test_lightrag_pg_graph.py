@@ -12,11 +12,9 @@ reader (``triage_lightrag.pg_graph``) gives the graph ``get_all_nodes`` / ``get_
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,27 +41,12 @@ QUESTIONS = ("Who directed Inception?", "Where was Denis Villeneuve born?")
 PG_STORAGES = {"graph_storage": "PGTableGraphStorage", "kv_storage": "PGKVStorage"}
 
 
-def _pgserver() -> Any:
-    name = "triage_tests_pgserver"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parents[1] / "store" / "pgserver.py"
-        )
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules[name] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return sys.modules[name]
-
-
 @pytest.fixture(scope="module")
-def database():
+def database(postgres_server):
     """One fresh database of the session's PostgreSQL, named to LightRAG by ``POSTGRES_*``."""
-    pg = _pgserver()
-    if not pg.binaries() and not os.environ.get(pg.ENV):
-        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl) and no $" + pg.ENV)
-    cluster = pg.server()
-    url, drop = pg.fresh_database(cluster.url)
-    store_url, drop_store = pg.fresh_database(cluster.url)  # the triage store refuses a shared schema
+    pg = sys.modules["triage_tests_pgserver"]  # loaded by tests/conftest.py
+    url, drop = pg.fresh_database(postgres_server.url)
+    store_url, drop_store = pg.fresh_database(postgres_server.url)  # the triage store refuses a shared schema
     parts = urlsplit(url)
     saved = {
         k: os.environ.get(k)
@@ -84,8 +67,6 @@ def database():
             os.environ[key] = value
     drop()
     drop_store()
-    if cluster.stop is not None:
-        cluster.stop()
 
 
 def _run(loop: Any, rag: Any, store: Any) -> dict[str, Any]:

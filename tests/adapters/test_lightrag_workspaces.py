@@ -9,12 +9,7 @@ server started for the module (``tests/store/pgserver.py``), skipped where no bi
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 import uuid
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,38 +27,12 @@ from triage_plugins.store import open_store  # noqa: E402
 from triage_plugins.store.scoped import unscoped  # noqa: E402
 
 
-def _pgserver() -> Any:
-    name = "triage_tests_pgserver"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parents[1] / "store" / "pgserver.py"
-        )
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules[name] = module
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return sys.modules[name]
-
-
-@pytest.fixture(scope="module")
-def postgres_admin():
-    pytest.importorskip("psycopg", reason='psycopg is not installed: pip install "triage-plugins[postgres]"')
-    pg = _pgserver()
-    if not pg.binaries() and not os.environ.get(pg.ENV):
-        pytest.skip("no PostgreSQL binaries (initdb, pg_ctl) and no $" + pg.ENV)
-    cluster = pg.server()
-    yield cluster.url
-    if cluster.stop is not None:
-        cluster.stop()
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(request, tmp_path):
     if request.param == "sqlite":
         yield str(tmp_path / "shared.sqlite")
         return
-    url, drop = _pgserver().fresh_database(request.getfixturevalue("postgres_admin"))
-    yield url
-    drop()
+    yield request.getfixturevalue("postgres_url")
 
 
 @pytest.fixture(scope="module")

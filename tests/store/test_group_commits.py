@@ -72,7 +72,7 @@ def _learn(url: str, tmp_path, *, grouped: bool, n: int = 40) -> tuple[dict, int
 
 
 def test_a_batch_commits_once_and_learns_what_one_commit_per_write_learns(postgres_server, tmp_path):
-    pg = sys.modules["triage_tests_pgserver"]  # loaded by this folder's conftest.py
+    pg = sys.modules["triage_tests_pgserver"]  # loaded by tests/conftest.py
     grouped_url, drop_grouped = pg.fresh_database(postgres_server.url)
     single_url, drop_single = pg.fresh_database(postgres_server.url)
     try:

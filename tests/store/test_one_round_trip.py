@@ -61,7 +61,7 @@ def _learn(url: str, tmp_path, n: int = 30) -> tuple[dict[str, float], float]:
 
 
 def test_one_round_trip_learns_bit_for_bit_what_two_writes_learn(postgres_server, tmp_path, monkeypatch):
-    pg = sys.modules["triage_tests_pgserver"]  # loaded by this folder's conftest.py
+    pg = sys.modules["triage_tests_pgserver"]  # loaded by tests/conftest.py
     one_url, drop_one = pg.fresh_database(postgres_server.url)
     two_url, drop_two = pg.fresh_database(postgres_server.url)
     try:
