@@ -29,6 +29,7 @@ __all__ = [
     "Interval",
     "Youden",
     "bca_interval",
+    "bca_terms",
     "clustered_bca_interval",
     "youden_j",
     "youden_threshold",
@@ -165,6 +166,20 @@ def _as_arrays(data: Any) -> tuple[np.ndarray, ...]:
     return arrays
 
 
+def bca_terms(estimate: float, boot: np.ndarray, jack: np.ndarray) -> tuple[float, float]:
+    """The BCa bias correction z0 and acceleration a (Efron 1987) of ``estimate`` from its bootstrap
+    replicates ``boot`` (no NaN) and jackknife values ``jack`` (leave one unit out)."""
+    # Bias correction z0; ties count half, which keeps discrete statistics (thresholds) unbiased.
+    below = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / len(boot)
+    below = min(max(below, 0.5 / len(boot)), 1 - 0.5 / len(boot))
+    z0 = float(ndtri(below))
+    # Acceleration from the jackknife.
+    diffs = jack.mean() - jack if len(jack) else np.zeros(1)
+    denom = 6.0 * float(np.sum(diffs**2)) ** 1.5
+    a = float(np.sum(diffs**3)) / denom if denom > 0 else 0.0
+    return z0, a
+
+
 def _bca(
     estimate: float,
     boot: np.ndarray,
@@ -181,14 +196,7 @@ def _bca(
         return Interval(
             estimate, estimate, estimate, confidence, "degenerate", n, n_clusters, n_resamples, failed
         )
-    # Bias correction z0; ties count half, which keeps discrete statistics (thresholds) unbiased.
-    below = (np.sum(boot < estimate) + 0.5 * np.sum(boot == estimate)) / len(boot)
-    below = min(max(below, 0.5 / len(boot)), 1 - 0.5 / len(boot))
-    z0 = float(ndtri(below))
-    # Acceleration from the jackknife (leave one unit out).
-    diffs = jack.mean() - jack if len(jack) else np.zeros(1)
-    denom = 6.0 * float(np.sum(diffs**2)) ** 1.5
-    a = float(np.sum(diffs**3)) / denom if denom > 0 else 0.0
+    z0, a = bca_terms(estimate, boot, jack)
     alpha = (1.0 - confidence) / 2
     levels = []
     for z_alpha in (ndtri(alpha), ndtri(1 - alpha)):

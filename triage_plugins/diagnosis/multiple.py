@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from triage_plugins.diagnosis.calibration import bca_terms
+
 __all__ = ["bca_p_value", "holm_adjust"]
 
 
@@ -77,10 +79,7 @@ def _share_below(boot: np.ndarray, value: float, *, ties: float) -> float:
 def _asl(estimate: float, boot: np.ndarray, jack: np.ndarray) -> float:
     """The two-sided BCa level at which an interval's end reaches 0 (the BCa map, inverted); resamples
     equal to 0 count against the difference, as an interval ending at 0 does not exclude it."""
-    z0 = float(ndtri(_share_below(boot, estimate, ties=0.5)))
-    diffs = jack.mean() - jack
-    denom = 6.0 * float(np.sum(diffs**2)) ** 1.5
-    accel = float(np.sum(diffs**3)) / denom if denom > 0 else 0.0
+    z0, accel = bca_terms(estimate, boot, jack)  # the interval's own z0 and acceleration
 
     def level(share: float) -> float:
         w = float(ndtri(share)) - z0
