@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -196,45 +195,22 @@ def test_a_gunicorn_worker_grounds_what_the_other_ingested(tmp_path, local_serve
     pytest.importorskip("lightrag.api")
     pytest.importorskip("gunicorn")
     helpers = _gunicorn_helpers()
-    FUNCS, Deadline, stop = helpers.FUNCS, helpers.Deadline, helpers.stop  # noqa: N806
-
-    deadline = Deadline(90.0)
-    port = local_servers.free_port()
-    store_path = tmp_path / "triage.sqlite"
-    env = {
-        **os.environ, "TRIAGE_LIGHTRAG_FUNCS": FUNCS, "TRIAGE_STORE_URL": str(store_path),
-        "LOG_DIR": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path),
-    }  # fmt: skip
-    cmd = [
-        sys.executable, "-m", "triage_lightrag.server", "--gunicorn", "--workers", "2",
-        "--host", "127.0.0.1", "--port", str(port), "--timeout", "30",
-        "--working-dir", str(tmp_path / "rag"), "--input-dir", str(tmp_path / "in"),
-        "--llm-binding", "openai", "--embedding-binding", "openai",
-    ]  # fmt: skip
-    log_path = tmp_path / "server.log"
-    base = f"http://127.0.0.1:{port}"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            local_servers.wait_http(proc, f"{base}/health", log_path, deadline.left(), "lightrag-gunicorn")
-            _upload(base, DOC1, deadline, log_path)
-            # both workers answer once, so both hold a view of the first document's graph
-            first = _query(base, "Who directed Inception?", deadline)
-            one = _pid_of(store_path, "retrieval", first, deadline, log_path)
-            with _stopped(one):
-                second = _query(base, "Who directed Inception?", deadline)
-            other = _pid_of(store_path, "retrieval", second, deadline, log_path)
-            assert {one, other} == _worker_pids(store_path)
-            ingesting = _upload(base, DOC2, deadline, log_path, store_path)
-            reader = ({one, other} - {ingesting}).pop()
-            with _stopped(ingesting):  # the next query can only reach the worker that did not ingest
-                late = _query(base, "Who directed Barbie?", deadline)
-            assert _pid_of(store_path, "retrieval", late, deadline, log_path) == reader
-        finally:
-            stop(proc)
+    deadline = helpers.Deadline(90.0)
+    with helpers.gunicorn_server(tmp_path, local_servers) as (proc, base, log_path, store_path):
+        local_servers.wait_http(proc, f"{base}/health", log_path, deadline.left(), "lightrag-gunicorn")
+        _upload(base, DOC1, deadline, log_path)
+        # both workers answer once, so both hold a view of the first document's graph
+        first = _query(base, "Who directed Inception?", deadline)
+        one = _pid_of(store_path, "retrieval", first, deadline, log_path)
+        with _stopped(one):
+            second = _query(base, "Who directed Inception?", deadline)
+        other = _pid_of(store_path, "retrieval", second, deadline, log_path)
+        assert {one, other} == _worker_pids(store_path)
+        ingesting = _upload(base, DOC2, deadline, log_path, store_path)
+        reader = ({one, other} - {ingesting}).pop()
+        with _stopped(ingesting):  # the next query can only reach the worker that did not ingest
+            late = _query(base, "Who directed Barbie?", deadline)
+        assert _pid_of(store_path, "retrieval", late, deadline, log_path) == reader
     with open_store(store_path, readonly=True) as store:
         event = store.last_event("retrieval", framework="lightrag", query_id=late)
         assert event is not None and event.grounding.get("Barbie") == "Barbie", (
@@ -271,7 +247,7 @@ def _upload(base: str, text: str, deadline: Any, log: Path, store_path: Path | N
 
 
 def _gunicorn_helpers() -> Any:
-    """``Deadline``, ``request``, ``stop`` and ``FUNCS`` of the gunicorn test (same folder)."""
+    """``Deadline``, ``request`` and ``gunicorn_server`` of the gunicorn test (same folder)."""
     name = "triage_tests_lightrag_gunicorn"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(

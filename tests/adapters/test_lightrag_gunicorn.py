@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +80,11 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tmp_path, local_servers):
-    deadline = Deadline(BUDGET)
+@contextlib.contextmanager
+def gunicorn_server(tmp_path: Path, local_servers: Any) -> Iterator[tuple[subprocess.Popen, str, Path, Path]]:
+    """``triage-lightrag-server --gunicorn --workers 2`` with the offline functions on a free
+    127.0.0.1 port, sharing the SQLite store ``tmp_path/triage.sqlite``; yields ``(process, base URL,
+    log path, store path)`` once started (not yet answering) and stops its process group after."""
     port = local_servers.free_port()
     store_path = tmp_path / "triage.sqlite"
     env = {
@@ -97,16 +101,21 @@ def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tm
         "--llm-binding", "openai", "--embedding-binding", "openai",
     ]  # fmt: skip
     log_path = tmp_path / "server.log"
-    base = f"http://127.0.0.1:{port}"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
         try:
-            ids, query_from = _drive(base, proc, deadline, log_path, local_servers, store_path)
+            yield proc, f"http://127.0.0.1:{port}", log_path, store_path
         finally:
             stop(proc)
+
+
+def test_two_gunicorn_workers_share_the_store_and_accept_each_others_feedback(tmp_path, local_servers):
+    deadline = Deadline(BUDGET)
+    with gunicorn_server(tmp_path, local_servers) as (proc, base, log_path, store_path):
+        ids, query_from = _drive(base, proc, deadline, log_path, local_servers, store_path)
     text = log_path.read_text()
     with open_store(store_path, readonly=True) as store:
         runs = store.runs("lightrag-server")
