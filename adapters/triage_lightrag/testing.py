@@ -11,6 +11,8 @@ before wiring a real model:
   (the core's rule-based extractor, formatted as LightRAG ``<|#|>`` records), keyword JSON,
   description summaries and a plain answer built from the retrieved context;
 - :func:`build_rag`: a fresh, initialized instance in its own ``working_dir`` and ``workspace``.
+- :func:`server_args` and :func:`upload_and_wait`: ``lightrag-server``'s parsed arguments for an
+  offline app, and a document uploaded to a running app and waited for.
 
 Importing this module imports LightRAG (never ``lightrag.llm.*``, which pip-installs at import).
 """
@@ -39,6 +41,8 @@ __all__ = [
     "offline_embedding_functions",
     "offline_server_functions",
     "offline_tokenizer",
+    "server_args",
+    "upload_and_wait",
 ]
 
 _WORD = re.compile(r"\b[a-z]{4,}\b")
@@ -235,3 +239,40 @@ def offline_embedding_functions(args: Any = None) -> dict[str, Any]:
         "entity_extract_max_gleaning": 0,
         "cosine_better_than_threshold": 0.0,
     }
+
+
+def server_args(working_dir: str | Path, input_dir: str | Path, workspace: str) -> Any:
+    """lightrag-server's own parsed arguments for an app of ``workspace`` (its parser reads
+    ``sys.argv``, restored after): the ``openai`` bindings, whose functions ``--triage-funcs`` /
+    ``TRIAGE_LIGHTRAG_FUNCS`` replace offline (:func:`offline_server_functions`)."""
+    import sys
+
+    from lightrag.api.config import parse_args
+
+    saved = sys.argv
+    sys.argv = [
+        "lightrag-server", "--working-dir", str(working_dir), "--input-dir", str(input_dir),
+        "--llm-binding", "openai", "--embedding-binding", "openai", "--workspace", workspace,
+    ]  # fmt: skip
+    try:
+        return parse_args()
+    finally:
+        sys.argv = saved
+
+
+def upload_and_wait(client: Any, text: str, name: str, *, seconds: float = 60.0) -> None:
+    """POST ``text`` to the app's ``/documents/text`` (``client``: a test or HTTP client of it) and
+    wait until every document of its track is ``processed`` (uploads are processed in the background);
+    an ``AssertionError`` when the upload is refused or not processed within ``seconds``."""
+    import time
+
+    r = client.post("/documents/text", json={"text": text, "file_source": name})
+    assert r.status_code == 200, r.text
+    track = r.json()["track_id"]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        docs = client.get(f"/documents/track_status/{track}").json().get("documents") or []
+        if docs and all(str(d.get("status")).lower().endswith("processed") for d in docs):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"documents of {track} were not processed in {seconds} s")

@@ -14,8 +14,6 @@ workspaces (LightRAG instances of one workspace share state in-process).
 from __future__ import annotations
 
 import base64
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +36,7 @@ from triage_lightrag.feedback_guard import (  # noqa: E402
     process_tag,
 )
 from triage_lightrag.server import ServerOptions, create_app  # noqa: E402
+from triage_lightrag.testing import server_args, upload_and_wait  # noqa: E402
 from triage_plugins.adapter_kit.query_ids import new_query_id  # noqa: E402
 from triage_plugins.store import open_store  # noqa: E402
 from triage_plugins.store.scoped import unscoped  # noqa: E402
@@ -51,44 +50,16 @@ DOCS = [
 QUESTION = {"query": "Who directed Inception?", "mode": "hybrid"}
 
 
-def lightrag_args(tmp_path: Path, workspace: str) -> Any:
-    """LightRAG's own parsed arguments (its parser reads ``sys.argv``)."""
-    from lightrag.api.config import parse_args
-
-    saved = sys.argv
-    sys.argv = [
-        "lightrag-server", "--working-dir", str(tmp_path / "rag"), "--input-dir", str(tmp_path / "inputs"),
-        "--llm-binding", "openai", "--embedding-binding", "openai", "--workspace", workspace,
-    ]  # fmt: skip
-    try:
-        return parse_args()
-    finally:
-        sys.argv = saved
-
-
-def upload(client: Any, text: str, name: str, seconds: float = 60.0) -> None:
-    r = client.post("/documents/text", json={"text": text, "file_source": name})
-    assert r.status_code == 200, r.text
-    track = r.json()["track_id"]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        docs = client.get(f"/documents/track_status/{track}").json().get("documents") or []
-        if docs and all(str(d.get("status")).lower().endswith("processed") for d in docs):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"documents of {track} were not processed in {seconds} s")
-
-
 @contextmanager
 def serving(tmp_path: Path, workspace: str, store: Path, **options: Any) -> Iterator[tuple[Any, Any]]:
     """A running app of ``workspace`` over ``store`` with the documents uploaded: ``(client, inst)``."""
     app = create_app(
-        lightrag_args(tmp_path / workspace, workspace),
+        server_args(tmp_path / workspace / "rag", tmp_path / workspace / "inputs", workspace),
         ServerOptions(store=str(store), funcs=FUNCS, **options),
     )
     with TestClient(app) as client:
         for i, text in enumerate(DOCS):
-            upload(client, text, f"doc{i}.txt")
+            upload_and_wait(client, text, f"doc{i}.txt")
         yield client, app.state.triage.inst
 
 

@@ -27,6 +27,7 @@ pytest.importorskip("lightrag.api")
 from typer.testing import CliRunner  # noqa: E402
 
 from triage_lightrag.heartbeat import lease_name  # noqa: E402
+from triage_lightrag.testing import upload_and_wait  # noqa: E402
 from triage_plugins.cli import app as cli  # noqa: E402
 from triage_plugins.store import open_store  # noqa: E402
 
@@ -73,17 +74,6 @@ def start(tmp: Path, name: str, store: Path, local_servers: Any) -> tuple[subpro
     return proc, base, log
 
 
-def upload(client: Any) -> None:
-    track = client.post("/documents/text", json={"text": DOC, "file_source": "a.txt"}).json()["track_id"]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        docs = client.get(f"/documents/track_status/{track}").json().get("documents") or []
-        if docs and all(str(d.get("status")).lower().endswith("processed") for d in docs):
-            return
-        time.sleep(0.1)
-    raise AssertionError("the document was not processed")
-
-
 def ask_and_lose(base: str) -> None:
     """A query whose answer never comes: the server is killed while it waits."""
     import httpx
@@ -108,7 +98,7 @@ def test_a_killed_worker_is_counted_at_the_next_start(tmp_path, local_servers):
     proc, base, log = start(tmp_path, "first", store, local_servers)
     try:
         with httpx.Client(base_url=base, timeout=30) as c:
-            upload(c)
+            upload_and_wait(c, DOC, "a.txt")
             answered = c.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
             assert answered.status_code == 200
         stuck = threading.Thread(target=ask_and_lose, args=(base,), daemon=True)

@@ -32,7 +32,12 @@ pytest.importorskip("fastapi.testclient")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from triage_lightrag.server import ServerOptions, create_app  # noqa: E402
-from triage_lightrag.testing import ScriptedLightRAGLLM, offline_embedding_functions  # noqa: E402
+from triage_lightrag.testing import (  # noqa: E402
+    ScriptedLightRAGLLM,
+    offline_embedding_functions,
+    server_args,
+    upload_and_wait,
+)
 from triage_plugins.store import open_store  # noqa: E402
 
 FUNCS = "triage_lightrag.testing:offline_embedding_functions"
@@ -141,17 +146,7 @@ def stub() -> Iterator[Stub]:
 def lightrag_args(tmp: Path, stub: Stub, workspace: str) -> Any:
     """lightrag-server's own parsed arguments: the stock openai binding at the stub (the model name
     tells the stub which app asks)."""
-    from lightrag.api.config import parse_args
-
-    saved = sys.argv
-    sys.argv = [
-        "lightrag-server", "--working-dir", str(tmp / workspace), "--input-dir", str(tmp / "inputs"),
-        "--llm-binding", "openai", "--embedding-binding", "openai", "--workspace", workspace,
-    ]  # fmt: skip
-    try:
-        args = parse_args()
-    finally:
-        sys.argv = saved
+    args = server_args(tmp / workspace, tmp / "inputs", workspace)
     args.llm_binding_host, args.llm_model = stub.url, f"model-{workspace}"  # LLM_BINDING_HOST, LLM_MODEL
     args.llm_binding_api_key = "not-needed"
     return args
@@ -159,17 +154,7 @@ def lightrag_args(tmp: Path, stub: Stub, workspace: str) -> Any:
 
 def upload_all(client: Any, docs: list[str] = DOCS) -> None:
     for i, text in enumerate(docs):
-        r = client.post("/documents/text", json={"text": text, "file_source": f"doc{i}.txt"})
-        assert r.status_code == 200, r.text
-        track = r.json()["track_id"]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            docs = client.get(f"/documents/track_status/{track}").json().get("documents") or []
-            if docs and all(str(d.get("status")).lower().endswith("processed") for d in docs):
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError(f"document {i} was not processed")
+        upload_and_wait(client, text, f"doc{i}.txt")
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ pytest.importorskip("fastapi.testclient")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from triage_lightrag.server import ServerOptions, create_app, split_argv  # noqa: E402
+from triage_lightrag.testing import server_args, upload_and_wait  # noqa: E402
 from triage_plugins.contract.errors import ConfigError  # noqa: E402
 from triage_plugins.store import open_store  # noqa: E402
 
@@ -39,36 +40,9 @@ DOCS = [
 
 
 def lightrag_args(tmp_path: Path, workspace: str = "served") -> Any:
-    """LightRAG's own parsed arguments (its parser reads sys.argv); one workspace per app, since
-    LightRAG instances of one process share state per workspace."""
-    from lightrag.api.config import parse_args
-
-    saved = sys.argv
-    sys.argv = [
-        "lightrag-server", "--working-dir", str(tmp_path / "rag"), "--input-dir", str(tmp_path / "inputs"),
-        "--llm-binding", "openai", "--embedding-binding", "openai", "--workspace", workspace,
-    ]  # fmt: skip
-    try:
-        return parse_args()
-    finally:
-        sys.argv = saved
-
-
-def wait_processed(client: Any, track_id: str, seconds: float = 60.0) -> None:
-    """Until every document of ``track_id`` is ``processed`` (uploads are processed in the background)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        docs = client.get(f"/documents/track_status/{track_id}").json().get("documents") or []
-        if docs and all(str(d.get("status")).lower().endswith("processed") for d in docs):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"documents of {track_id} were not processed in {seconds} s")
-
-
-def upload(client: Any, text: str, name: str) -> None:
-    r = client.post("/documents/text", json={"text": text, "file_source": name})
-    assert r.status_code == 200, r.text
-    wait_processed(client, r.json()["track_id"])
+    """LightRAG's own parsed arguments; one workspace per app, since LightRAG instances of one
+    process share state per workspace."""
+    return server_args(tmp_path / "rag", tmp_path / "inputs", workspace)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +52,7 @@ def served(tmp_path_factory):
     app = create_app(lightrag_args(tmp), ServerOptions(store=str(store), funcs=FUNCS))
     with TestClient(app) as client:
         for i, text in enumerate(DOCS):
-            upload(client, text, f"doc{i}.txt")
+            upload_and_wait(client, text, f"doc{i}.txt")
         yield client, app, store
 
 
@@ -160,7 +134,7 @@ def test_answers_equal_plain_lightrag_server(served, tmp_path):
         plain_app = stock_create_app(args)
     with TestClient(plain_app) as plain:
         for i, text in enumerate(DOCS):
-            upload(plain, text, f"doc{i}.txt")
+            upload_and_wait(plain, text, f"doc{i}.txt")
         for mode in MODES:
             body = {"query": "Who was born in London?", "mode": mode}
             a, b = plain.post("/query", json=body), client.post("/query", json=body)
@@ -369,7 +343,7 @@ def test_triage_settings_in_dotenv_reach_the_real_server(tmp_path, local_servers
             summary = c.get("/triage/summary").json()
             assert (summary["reweight"], summary["gate"], summary["unit"]) == (True, "off", "triple")
             assert summary["store"] is not None and summary["store"].endswith("from-dotenv.sqlite")
-            upload(c, DOCS[0], "a.txt")
+            upload_and_wait(c, DOCS[0], "a.txt")
             r = c.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
             assert "Christopher Nolan" in r.json()["response"]
             qid = r.headers["x-triage-query-id"]
@@ -425,7 +399,7 @@ def test_a_real_uvicorn_process(tmp_path, local_servers):
     try:
         local_servers.wait_http(proc, f"{base}/health", tmp_path / "server.log", 60, "triage-lightrag-server")
         with httpx.Client(base_url=base, timeout=20) as c:
-            upload(c, DOCS[0], "a.txt")
+            upload_and_wait(c, DOCS[0], "a.txt")
             r = c.post("/query", json={"query": "Who directed Inception?", "mode": "hybrid"})
             qid = r.headers["x-triage-query-id"]
             assert "Christopher Nolan" in r.json()["response"]
