@@ -15,24 +15,14 @@ test suite's ``tests/store/pgserver.py`` (initdb / pg_ctl; needs PostgreSQL's bi
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import multiprocessing
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _pgserver():
-    spec = importlib.util.spec_from_file_location("bench_pgserver", ROOT / "tests" / "store" / "pgserver.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+from pg_cluster import postgres
 
 
 def _worker(url: str, worker: int, n_feedback: int, n_reads: int, barrier, out) -> None:
@@ -101,12 +91,7 @@ def main() -> None:
     parser.add_argument("--processes", default="1,4,8")
     parser.add_argument("--postgres", default=os.environ.get("TRIAGE_BENCH_POSTGRES_URL"))
     args = parser.parse_args()
-    cluster = None
-    if not args.postgres:
-        pg = _pgserver()
-        cluster = pg.start_cluster()
-    admin = args.postgres or cluster.url  # type: ignore[union-attr]
-    try:
+    with postgres(args.postgres) as (pg, admin):
         print("| backend | processes | feedback/s (all processes) | score read median / p95 (ms) |")
         print("|---|---:|---:|---:|")
         for n in (int(x) for x in args.processes.split(",")):
@@ -115,18 +100,13 @@ def main() -> None:
                     url = str(Path(tempfile.mkdtemp(prefix="bench-store-")) / "s.sqlite")
                     drop = None
                 else:
-                    url, drop = (
-                        _pgserver().fresh_database(admin) if cluster is None else pg.fresh_database(admin)
-                    )
+                    url, drop = pg.fresh_database(admin)
                 try:
                     rate, median, p95 = run(url, n, args.feedback, args.reads)
                 finally:
                     if drop is not None:
                         drop()
                 print(f"| {backend} | {n} | {rate:.0f} | {median:.3f} / {p95:.3f} |", flush=True)
-    finally:
-        if cluster is not None:
-            cluster.stop()
 
 
 if __name__ == "__main__":

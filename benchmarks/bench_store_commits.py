@@ -6,15 +6,23 @@ host threads each serving ``--queries`` queries: a retrieval event, a generation
 ``emit_feedback(wait=True)``, which returns only after the feedback and its score updates committed.
 Every such call must return ``True`` (counted when not). Reported: queries per second summed over
 writers (all queries / the slowest writer's wall time), the transactions the server counted per query
-(``pg_stat_database.xact_commit``: write commits and autocommitted reads), and the writers' own CPU
-time per query (all their threads).
+(``pg_stat_database.xact_commit``: write commits and autocommitted reads), the writers' own CPU
+time per query (all their threads), the server's CPU time per query (its processes' ``/proc`` times,
+when it runs on this machine), and the statements per query whose answer a writer waited for (a
+statement outside a pipeline, a pipeline, an ``executemany``). The last four do not depend on how
+loaded the machine is; queries per second does.
 
 ``ungrouped``: every write in its own transaction (``PostgresStore.group_commits = False``: the
 behaviour before group commits). ``grouped-apart``: the writes of one delivery batch commit together,
 and the learner's score update and α step are two statements that each wait for their answer (the
-behaviour before ``add_scores_and_param``). ``grouped``: as ``grouped-apart``, with the score update
-and the α step sent as one pipeline (one round trip). ``ungrouped`` keeps them apart too. Modes
-alternate per writer count, each on a fresh database, so all see the same machine load.
+behaviour before ``add_scores_and_param``). ``grouped-pipelined``: as ``grouped-apart``, with the score
+update and the α step in one round trip (one statement now; a pipeline of one statement per id before),
+the per-query cap counter a round trip of its own, and the score cache dropped whenever a staleness
+look sees a recent change. ``grouped``: the
+cap counter in the same pipeline, and a staleness look merges only the scores changed since the last
+one (``scores_changed_since``). ``ungrouped`` and ``grouped-apart`` keep the older behaviour throughout.
+Modes alternate per writer count, each on a fresh database, so all see the same machine load.
+``--modes`` picks some; ``--profile`` prints the writers' hottest functions (cProfile in every thread).
 
 PostgreSQL: ``--postgres URL`` (a database it may fill), else a throw-away cluster with
 ``fsync=on`` (durable commits) started with the test suite's ``tests/store/pgserver.py``.
@@ -25,24 +33,15 @@ PostgreSQL: ``--postgres URL`` (a database it may fill), else a throw-away clust
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-MODES = ("ungrouped", "grouped-apart", "grouped")
+from pg_cluster import postgres
 
-
-def _pgserver():
-    spec = importlib.util.spec_from_file_location("bench_pgserver", ROOT / "tests" / "store" / "pgserver.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+MODES = ("ungrouped", "grouped-apart", "grouped-pipelined", "grouped")
 
 
 def _serve(manager, worker: int, thread: int, n_queries: int, refused: list[int]) -> None:
@@ -69,14 +68,76 @@ def _serve(manager, worker: int, thread: int, n_queries: int, refused: list[int]
             refused.append(i)
 
 
-def _writer(url: str, mode: str, worker: int, threads: int, n_queries: int, barrier, out) -> None:
-    os.environ["TRIAGE_DISABLE_PLUGINS"] = "triage.implementation,triage.usage,triage.gate,triage.otel"
-    from triage_plugins.runtime.manager import TriageManager
+def _set_mode(mode: str) -> None:
+    """Put this writer process's store and learner in ``mode`` (module docstring)."""
+    from triage_plugins.plugins.feedback import FeedbackLearner
     from triage_plugins.store.postgres import PostgresStore
+    from triage_plugins.store.sql import SQLStore
 
     PostgresStore.group_commits = mode != "ungrouped"
-    if mode != "grouped":  # the learner then writes scores and α in two answered statements
+    if mode in ("ungrouped", "grouped-apart"):  # the learner writes scores and α in two answered statements
         PostgresStore.add_scores_and_param = None  # type: ignore[assignment,method-assign]
+    if mode != "grouped":  # the cap counter answered on its own; the score cache dropped on a change
+        FeedbackLearner._deferred_cap = lambda self, event: None  # type: ignore[method-assign]
+        SQLStore.scores_changed_since = None  # type: ignore[assignment,method-assign]
+
+
+def _count_round_trips() -> list[int]:
+    """Count the statements this process sends that wait for their answer: a statement outside a
+    pipeline, a pipeline, an ``executemany`` (psycopg pipelines it); commits are counted by the server."""
+    import psycopg
+
+    counter = [0]
+    execute, pipeline = psycopg.Connection.execute, psycopg.Connection.pipeline
+    executemany = psycopg.Cursor.executemany
+
+    def counted_execute(self, *args, **kwargs):
+        if self._pipeline is None:
+            counter[0] += 1
+        return execute(self, *args, **kwargs)
+
+    def counted_pipeline(self):
+        if self._pipeline is None:
+            counter[0] += 1
+        return pipeline(self)
+
+    def counted_executemany(self, *args, **kwargs):
+        if self._conn._pipeline is None:
+            counter[0] += 1
+        return executemany(self, *args, **kwargs)
+
+    psycopg.Connection.execute = counted_execute  # type: ignore[method-assign]
+    psycopg.Connection.pipeline = counted_pipeline  # type: ignore[method-assign]
+    psycopg.Cursor.executemany = counted_executemany  # type: ignore[method-assign]
+    return counter
+
+
+def _profiled_threads(profiles: list) -> None:
+    """Run every thread started from now on under a cProfile profile of its own, timed by the thread's
+    CPU clock (kept in ``profiles``)."""
+    import cProfile
+
+    run = threading.Thread.run
+
+    def profiled(self):
+        profile = cProfile.Profile(time.thread_time)  # CPU time, not time spent waiting
+        profiles.append(profile)
+        profile.runcall(run, self)
+
+    threading.Thread.run = profiled  # type: ignore[method-assign]
+
+
+def _writer(
+    url: str, mode: str, worker: int, threads: int, n_queries: int, barrier, out, profile=False
+) -> None:
+    os.environ["TRIAGE_DISABLE_PLUGINS"] = "triage.implementation,triage.usage,triage.gate,triage.otel"
+    from triage_plugins.runtime.manager import TriageManager
+
+    _set_mode(mode)
+    trips = _count_round_trips()
+    profiles: list = []
+    if profile:
+        _profiled_threads(profiles)
     manager = TriageManager(
         store=url, entry_points=False, spill_dir=Path(os.environ["BENCH_SPILL"]) / str(worker)
     )
@@ -85,15 +146,21 @@ def _writer(url: str, mode: str, worker: int, threads: int, n_queries: int, barr
         threading.Thread(target=_serve, args=(manager, worker, t, n_queries, refused)) for t in range(threads)
     ]
     barrier.wait()
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu, sent = time.perf_counter(), time.process_time(), trips[0]
     for host in hosts:
         host.start()
     for host in hosts:
         host.join()
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    seconds, cpu, sent = time.perf_counter() - start, time.process_time() - cpu, trips[0] - sent
     failures = manager.write_failures
     manager.close()
-    out.put((threads * n_queries, seconds, len(refused), failures, cpu))
+    if profiles:
+        import pstats
+
+        stats = pstats.Stats(*profiles)
+        print(f"--- writer {worker}, {mode}: hottest functions (own time, all threads) ---", flush=True)
+        stats.sort_stats("tottime").print_stats(25)
+    out.put((threads * n_queries, seconds, len(refused), failures, cpu, sent))
 
 
 def _commits(url: str) -> int:
@@ -107,19 +174,48 @@ def _commits(url: str) -> int:
         )
 
 
-def run(url: str, mode: str, writers: int, threads: int, n_queries: int) -> tuple[float, float, int, float]:
-    """``(queries/s, commits per query, wait=True calls that returned False, writer CPU ms per query)``
-    of one configuration."""
+def _server_cpu(url: str) -> float | None:
+    """CPU seconds the PostgreSQL server has used so far (postmaster, its live children and its reaped
+    ones, from ``/proc``); ``None`` when the server does not run on this machine."""
+    import psycopg
+
+    def times(pid: int) -> tuple[int, list[int]]:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return int(fields[1]), [int(x) for x in fields[11:15]]  # ppid; utime, stime, cutime, cstime
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            backend = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+            postmaster = times(backend)[0]
+            total = sum(times(postmaster)[1])
+            for entry in Path("/proc").iterdir():
+                if entry.name.isdigit():
+                    try:
+                        ppid, used = times(int(entry.name))
+                    except (OSError, ValueError, IndexError):
+                        continue
+                    if ppid == postmaster:
+                        total += used[0] + used[1]
+    except (OSError, psycopg.Error):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def run(
+    url: str, mode: str, writers: int, threads: int, n_queries: int, profile: bool = False
+) -> tuple[float, float, int, float, float, float | None]:
+    """``(queries/s, commits per query, wait=True calls that returned False, writer CPU ms per query,
+    answered round trips per query, server CPU ms per query)`` of one configuration."""
     from triage_plugins.store import open_store
 
     open_store(url).close()
     ctx = multiprocessing.get_context("fork")
     barrier, out = ctx.Barrier(writers), ctx.Queue()
     procs = [
-        ctx.Process(target=_writer, args=(url, mode, w, threads, n_queries, barrier, out))
+        ctx.Process(target=_writer, args=(url, mode, w, threads, n_queries, barrier, out, profile))
         for w in range(writers)
     ]
-    before = _commits(url)
+    before, server = _commits(url), _server_cpu(url)
     for p in procs:
         p.start()
     results = [out.get(timeout=600) for _ in procs]
@@ -128,11 +224,14 @@ def run(url: str, mode: str, writers: int, threads: int, n_queries: int) -> tupl
     time.sleep(0.6)  # pg_stat_database is reported by each backend at most every 0.5 s
     queries = sum(r[0] for r in results)
     commits = _commits(url) - before
+    server_after = _server_cpu(url)
+    server_ms = None if server is None or server_after is None else (server_after - server) / queries * 1e3
     refused = sum(r[2] for r in results)
     if any(r[3] for r in results):
         raise SystemExit(f"store writes failed: {[r[3] for r in results]}")
     cpu = sum(r[4] for r in results) / queries * 1e3
-    return queries / max(r[1] for r in results), commits / queries, refused, cpu
+    trips = sum(r[5] for r in results) / queries
+    return queries / max(r[1] for r in results), commits / queries, refused, cpu, trips, server_ms
 
 
 def main() -> None:
@@ -141,33 +240,33 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="host threads per writer")
     parser.add_argument("--queries", type=int, default=100, help="queries per host thread")
     parser.add_argument("--postgres", default=os.environ.get("TRIAGE_BENCH_POSTGRES_URL"))
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--profile", action="store_true", help="print each writer's hottest functions")
     args = parser.parse_args()
     import tempfile
 
     os.environ["BENCH_SPILL"] = tempfile.mkdtemp(prefix="bench-spill-")
-    pg = _pgserver()
-    cluster = None if args.postgres else pg.start_cluster(fsync=True)
-    admin = args.postgres or cluster.url  # type: ignore[union-attr]
-    try:
+    with postgres(args.postgres, fsync=True) as (pg, admin):
         print(
             "| writers | host threads each | mode | queries/s (all writers) | transactions per query "
-            "| writer CPU ms per query | wait=True refused |"
+            "| writer CPU ms per query | server CPU ms per query | answered round trips per query "
+            "| wait=True refused |"
         )
-        print("|---:|---:|---|---:|---:|---:|---:|")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
         for n in (int(x) for x in args.writers.split(",")):
-            for mode in MODES:
+            for mode in args.modes.split(","):
                 url, drop = pg.fresh_database(admin)
                 try:
-                    rate, commits, refused, cpu = run(url, mode, n, args.threads, args.queries)
+                    rate, commits, refused, cpu, trips, server = run(
+                        url, mode, n, args.threads, args.queries, args.profile
+                    )
                 finally:
                     drop()  # type: ignore[operator]
                 row = (
-                    f"| {n} | {args.threads} | {mode} | {rate:.0f} | {commits:.2f} | {cpu:.2f} | {refused} |"
+                    f"| {n} | {args.threads} | {mode} | {rate:.0f} | {commits:.2f} | {cpu:.2f} "
+                    f"| {'n/a' if server is None else f'{server:.2f}'} | {trips:.2f} | {refused} |"
                 )
                 print(row, flush=True)
-    finally:
-        if cluster is not None:
-            cluster.stop()  # type: ignore[operator]
 
 
 if __name__ == "__main__":

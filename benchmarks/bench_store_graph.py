@@ -14,25 +14,16 @@ test suite's ``tests/store/pgserver.py``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import random
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from pg_cluster import postgres
+
 TRIPLES_PER_DOC = 20
-
-
-def _pgserver():
-    spec = importlib.util.spec_from_file_location("bench_pgserver", ROOT / "tests" / "store" / "pgserver.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def graphs(n_docs: int, new_docs: int):
@@ -95,10 +86,7 @@ def main() -> None:
     parser.add_argument("--postgres", default=os.environ.get("TRIAGE_BENCH_POSTGRES_URL"))
     args = parser.parse_args()
     events = graphs(args.docs, args.new_docs)
-    pg = _pgserver()
-    cluster = None if args.postgres else pg.start_cluster()
-    admin = args.postgres or cluster.url  # type: ignore[union-attr]
-    try:
+    with postgres(args.postgres) as (pg, admin):
         print(
             "| store | event | triples | event JSON (chars) | added to the store (chars) | record | read back |"
         )
@@ -112,9 +100,6 @@ def main() -> None:
                 print(f"| postgres | {row} |", flush=True)
         finally:
             drop()  # type: ignore[operator]
-    finally:
-        if cluster is not None:
-            cluster.stop()  # type: ignore[operator]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"\npeak RSS {peak:.2f} GB")
 

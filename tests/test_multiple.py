@@ -43,6 +43,28 @@ def test_the_p_value_matches_the_interval_it_comes_with() -> None:
     assert bca_p_value({"q1": 1.0}, {"q1": 0.0}, {"q1": "c"}) is None  # one cluster: no test
 
 
+def test_the_p_value_and_the_interval_resample_the_same_clusters() -> None:
+    from triage_plugins.diagnosis.calibration import cluster_picks, clustered_bca_interval
+    from triage_plugins.diagnosis.multiple import _cluster_sums
+
+    a, b, clusters = _pair(np.random.default_rng(3), 40, 0.6, 0.4)
+    common = sorted(a)
+    seen: list[tuple[float, int]] = []
+
+    def recorded(x: np.ndarray, y: np.ndarray) -> float:
+        seen.append((float((x - y).sum()), len(x)))
+        return float(x.mean() - y.mean())
+
+    data = (np.array([a[q] for q in common]), np.array([b[q] for q in common]))
+    clustered_bca_interval(data, [clusters[q] for q in common], recorded, n_resamples=200, seed=11)
+    sums, counts = _cluster_sums(a, b, clusters)
+    picks = cluster_picks(len(sums), 200, 11)  # what bca_p_value resamples for seed 11
+    assert np.allclose([s for s, _ in seen[1:201]], sums[picks].sum(axis=1))  # seen[0]: the estimate
+    assert [n for _, n in seen[1:201]] == counts[picks].sum(axis=1).astype(int).tolist()
+    former = np.random.default_rng(11)  # the draws are those both made before (values unchanged)
+    assert np.array_equal(picks, np.stack([former.integers(0, len(sums), len(sums)) for _ in range(200)]))
+
+
 def test_under_the_null_about_5_percent_of_pairs_and_few_holm_families_reject() -> None:
     rng = np.random.default_rng(11)
     families = []

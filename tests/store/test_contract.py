@@ -6,6 +6,8 @@ real server, a fresh database per test; see ``tests/store/pgserver.py``).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from triage_plugins.contract.errors import StoreError
@@ -182,6 +184,20 @@ def test_scores_changed_at_follows_every_write(store):
     assert first is not None and store.scores_changed_at("chunk") is None
     store.set_score("triple", "t2", 50.0)
     assert store.scores_changed_at("triple") >= first
+
+
+def test_scores_changed_since_lists_only_the_recent_changes(store):
+    store.add_scores("triple", {"t1": 1.0, "t2": -1.0})
+    store.add_score("chunk", "c1", 1.0)
+    changed = store.scores_changed_since("triple", 0.0)
+    assert {k: r.raw for k, r in changed.items()} == {"t1": 101.0, "t2": 99.0}
+    mark = store.scores_changed_at("triple") + 1e-3
+    time.sleep(0.01)
+    store.add_score("triple", "t2", -1.0)
+    changed = store.scores_changed_since("triple", mark)
+    assert list(changed) == ["t2"] and changed["t2"].raw == 98.0 and changed["t2"].n_updates == 2
+    assert store.scores_changed_since("triple", time.time() + 60) == {}
+    assert store.scores_changed_since("triple", 0.0, limit=1) is None  # too many: read them all instead
 
 
 def test_last_event_of_a_query(store):

@@ -134,6 +134,20 @@ def test_a_replayed_spill_is_applied_once(tmp_path):
     store.close()
 
 
+def test_a_staleness_look_while_the_store_fails_changes_no_cached_score(tmp_path):
+    store = SmallDisk(tmp_path / "s.sqlite")
+    guard = GuardedStore(store, spill_dir=tmp_path / "spill")
+    guard.add_scores("triple", {"a": 1.0})
+    assert {k: r.raw for k, r in guard.scores_changed_since("triple", 0.0).items()} == {"a": 101.0}
+    store.full = True
+    written = 0
+    while not guard.degraded:
+        guard.record_events([_feedback(written)])
+        written += 1
+    assert guard.scores_changed_since("triple", 0.0) == {}  # no news: asks keep the last known scores
+    store.close()
+
+
 def test_faults_are_classified_by_cause(tmp_path):
     import sqlite3
 

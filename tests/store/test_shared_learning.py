@@ -152,6 +152,50 @@ def test_feedback_at_another_worker_learns_and_the_first_worker_follows(url):
         b.close()
 
 
+def test_a_worker_keeps_its_cache_through_its_own_learning_and_merges_anothers(url, monkeypatch):
+    a, b = _manager(url), _manager(url)
+    try:
+        learner = a.get_plugin("triage.feedback")
+        learner.options["staleness"] = 0.0  # a staleness look before every query
+        _serve(a, "q0")
+        a.emit_feedback(FeedbackEvent("ref", "q0", 1.0), wait=True)  # the cache is warm
+        reads: list[object] = []
+        get_scores = a.store.get_scores
+        monkeypatch.setattr(a.store, "get_scores", lambda *args: reads.append(args) or get_scores(*args))
+        for i in range(1, 6):
+            _serve(a, f"q{i}")
+            a.emit_feedback(FeedbackEvent("ref", f"q{i}", 1.0), wait=True)
+        assert learner.last_update is not None and learner.last_update.deltas
+        assert reads == []  # its own writes dropped nothing: no score read again
+        _serve(b, "qb")
+        b.emit_feedback(FeedbackEvent("ref", "qb", 0.0), wait=True)  # another worker moves the scores
+        stored = {i: r.raw for i, r in b.store.get_scores("triple").items()}
+        model = learner.model()
+        assert model.scores.raw([GOOD.id]).tolist() != [stored[GOOD.id]]  # not seen yet
+        learner._keep_fresh(model)
+        assert model.scores.raw([GOOD.id, BAD.id]).tolist() == [stored[GOOD.id], stored[BAD.id]]
+        assert reads == []  # merged from the changed rows, not read again one by one
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_merge_keeps_the_values_this_process_wrote_after_its_read():
+    from triage_plugins.feedback.scores import ContributionScores
+
+    scores = ContributionScores(None, "triple")
+    assert scores.raw(["a"]).tolist() == [100.0]  # cached
+    mark = scores.mark()
+    scores.add({"a": 1.0})  # newer than the read that began at mark
+    assert scores.merge({"a": 50.0}, mark) == 0 and scores.raw(["a"]).tolist() == [101.0]
+    mark = scores.mark()
+    assert scores.merge({"a": 50.0, "b": 7.0}, mark) == 1
+    assert scores.raw(["a", "b"]).tolist() == [50.0, 100.0]  # b was not cached: read when asked
+    mark = scores.mark()
+    scores.refresh()
+    assert scores.merge({"a": 60.0}, mark) == 0  # a read begun before a refresh is not kept
+
+
 def test_unattributable_feedback_is_counted_and_logged_once(url, caplog):
     manager = _manager(url)
     try:

@@ -30,6 +30,7 @@ __all__ = [
     "Youden",
     "bca_interval",
     "bca_terms",
+    "cluster_picks",
     "clustered_bca_interval",
     "youden_j",
     "youden_threshold",
@@ -245,6 +246,15 @@ def bca_interval(
     return _bca(estimate, boot, jack, confidence, n, n, n_resamples)
 
 
+def cluster_picks(k: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The cluster bootstrap's resamples: row ``b`` holds the ``k`` cluster indices (0 … k−1, drawn
+    with replacement) of resample ``b``, from ``numpy.random.default_rng(seed)``, one row per draw
+    call; :func:`clustered_bca_interval` and
+    :func:`~triage_plugins.diagnosis.multiple.bca_p_value` both resample through it."""
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.integers(0, k, k) for _ in range(n_resamples)])
+
+
 def clustered_bca_interval(
     data: Any,
     clusters: Sequence[Any],
@@ -274,10 +284,8 @@ def clustered_bca_interval(
     estimate = _call(statistic, arrays, np.arange(n))
     if math.isnan(estimate):
         raise ConfigError("the statistic is undefined (NaN) on the full data")
-    rng = np.random.default_rng(seed)
     boot = np.empty(n_resamples)
-    for b in range(n_resamples):
-        picks = rng.integers(0, k, k)
+    for b, picks in enumerate(cluster_picks(k, n_resamples, seed)):
         boot[b] = _call(statistic, arrays, np.concatenate([members[c] for c in picks]))
     jack = np.array(
         [

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from triage_plugins.diagnosis.calibration import bca_terms
+from triage_plugins.diagnosis.calibration import bca_terms, cluster_picks
 
 __all__ = ["bca_p_value", "holm_adjust"]
 
@@ -61,8 +61,7 @@ def bca_p_value(
     if k < 2:
         return None
     estimate = float(sums.sum() / counts.sum())
-    rng = np.random.default_rng(seed)
-    picks = np.stack([rng.integers(0, k, k) for _ in range(n_resamples)])
+    picks = cluster_picks(k, n_resamples, seed)  # the interval's own resamples (same clusters, order)
     boot = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
     if np.all(boot == estimate):
         return 1.0

@@ -17,7 +17,8 @@ leave the range and freeze.
 
 The in-memory cache serves the synchronous rerank path; a cache miss reads the missing ids from the
 store in one query and remembers absent ones as ``init``. Another process writing the same store is
-not seen until :meth:`ContributionScores.refresh`.
+not seen until :meth:`ContributionScores.refresh` (drop the cache) or :meth:`ContributionScores.merge`
+(overwrite the cached values the store changed since).
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ class ContributionScores:
         self._cache: dict[str, float] = {}
         self._lock = threading.Lock()
         self._generation = 0  # bumped by refresh(): a store read begun before it is not cached
+        self._writes = 0  # writes made by this process (merge() keeps values written after its read)
+        self._stamps: dict[str, int] = {}  # id -> the write that last cached it
 
     # ------------------------------------------------------------------ reading
 
@@ -157,6 +160,7 @@ class ContributionScores:
         """Forget the cache (the next read goes to the store)."""
         with self._lock:
             self._cache.clear()
+            self._stamps.clear()
             self._generation += 1
 
     def _load(self, ids: Sequence[str]) -> dict[str, float]:
@@ -189,8 +193,7 @@ class ContributionScores:
         new = {
             k: float(v) for k, v in (self.store.add_scores(self.unit, clean, init=self.init) or {}).items()
         }
-        with self._lock:
-            self._cache.update(new)
+        self._cached(new)
         return new
 
     def add_and_step(
@@ -201,25 +204,65 @@ class ContributionScores:
         *,
         initial: float,
         bounds: tuple[float, float],
-    ) -> float:
+        cap: tuple[str, float] | None = None,
+    ) -> float | None:
         """:meth:`add`, then the store's atomic ``add_param(name, delta, …)``, in one store call when the
-        store has ``add_scores_and_param`` (one round trip on PostgreSQL); returns the parameter's new value."""
+        store has ``add_scores_and_param`` (one round trip on PostgreSQL); returns the parameter's new value.
+
+        :param cap: ``(counter, limit)``: the store's counter is stepped by 1 in the same call, and
+            nothing else changes when it is then over ``limit`` (``None`` is returned).
+        """
         clean = {k: float(v) for k, v in deltas.items() if v != 0.0 and math.isfinite(v)}
-        if not clean or getattr(type(self.store), "add_scores_and_param", None) is None:
+        store: Any = self.store
+        if getattr(type(store), "add_scores_and_param", None) is None or not clean and cap is None:
+            if cap is not None and float(store.add_param(cap[0], 1.0, bounds=(0.0, cap[1] + 1.0))) > cap[1]:
+                return None
             self.add(clean)
-            return float(self.store.add_param(name, delta, initial=initial, bounds=bounds))  # type: ignore[union-attr]
-        new, value = self.store.add_scores_and_param(  # type: ignore[union-attr]
-            self.unit, clean, init=self.init, name=name, delta=delta, initial=initial, bounds=bounds
+            return float(store.add_param(name, delta, initial=initial, bounds=bounds))
+        kwargs = {} if cap is None else {"cap": cap}  # a store without caps is called as before
+        written = store.add_scores_and_param(
+            self.unit, clean, init=self.init, name=name, delta=delta, initial=initial, bounds=bounds, **kwargs
         )
+        if written is None:
+            return None
+        self._cached({k: float(v) for k, v in written[0].items()})
+        return float(written[1])
+
+    def _cached(self, new: Mapping[str, float]) -> None:
+        """Cache values this process wrote, stamped so a store read begun before does not overwrite them."""
         with self._lock:
-            self._cache.update({k: float(v) for k, v in new.items()})
-        return float(value)
+            self._writes += 1
+            self._cache.update(new)
+            stamps = self._stamps
+            for key in new:
+                stamps[key] = self._writes
+
+    def mark(self) -> tuple[int, int]:
+        """Where the cache stands before a store read whose rows go to :meth:`merge`."""
+        with self._lock:
+            return self._writes, self._generation
+
+    def merge(self, rows: Mapping[str, float], mark: tuple[int, int]) -> int:
+        """Overwrite cached scores with ``rows`` read from the store after :meth:`mark` returned ``mark``,
+        except those this process wrote since (they are newer) and none after a :meth:`refresh`; ids
+        not cached are left to be read when asked. Returns how many cached values changed."""
+        changed = 0
+        since_write, generation = mark
+        with self._lock:
+            if generation != self._generation:
+                return 0
+            cache, stamps = self._cache, self._stamps
+            for key, value in rows.items():
+                old = cache.get(key)
+                if old is not None and old != value and stamps.get(key, 0) <= since_write:
+                    cache[key] = value
+                    changed += 1
+        return changed
 
     def set(self, id: str, raw: float) -> None:
         """Set one raw score (used for the score of a fused shortcut, EvoRAG §5.1)."""
         self.store.set_score(self.unit, id, float(raw))
-        with self._lock:
-            self._cache[id] = float(raw)
+        self._cached({id: float(raw)})
 
     # ------------------------------------------------------------------ parameters
 

@@ -536,20 +536,37 @@ class GuardedStore:
 
     def add_scores_and_param(
         self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0, name: str, delta: float,
-        initial: float = 0.0, bounds: tuple[float, float] | None = None,
-    ) -> tuple[dict[str, float], float]:
+        initial: float = 0.0, bounds: tuple[float, float] | None = None, cap: tuple[str, float] | None = None,
+    ) -> tuple[dict[str, float], float] | None:
         """:meth:`add_scores` and one :meth:`add_param` step as one write (one round trip on a store
-        that has ``add_scores_and_param``, else the two writes); counted as the score write it is."""
+        that has ``add_scores_and_param``, else the two writes); counted as the score write it is.
+        ``cap=(counter, limit)``: the counter is stepped by 1 first and nothing else changes when it
+        is then over ``limit`` (``None`` is returned)."""
         clean = dict(deltas)
-        if not clean or getattr(type(self.inner), "add_scores_and_param", None) is None:
+        if getattr(type(self.inner), "add_scores_and_param", None) is None or not clean and cap is None:
+            if cap is not None and self.add_param(cap[0], 1.0, bounds=(0.0, cap[1] + 1.0)) > cap[1]:
+                return None
             return self.add_scores(unit, clean, init=init), self.add_param(name, delta, initial=initial, bounds=bounds)
-        args = {"unit": unit, "deltas": clean, "init": init, "name": name, "delta": delta, "initial": initial, "bounds": bounds}
-        call = lambda: self.inner.add_scores_and_param(unit, clean, init=init, name=name, delta=delta, initial=initial, bounds=bounds)  # noqa: E731
-        fallback = lambda: (self._step_known(unit, clean, init), _bounded(float(self._params.get(name, initial)) + delta, bounds))  # noqa: E731
-        new, value = self._write("scores", len(clean), "add_scores_and_param", args, call, fallback)
+        args = {"unit": unit, "deltas": clean, "init": init, "name": name, "delta": delta, "initial": initial, "bounds": bounds, "cap": cap}
+        call = lambda: self.inner.add_scores_and_param(unit, clean, init=init, name=name, delta=delta, initial=initial, bounds=bounds, cap=cap)  # noqa: E731
+        written = self._write("scores", len(clean), "add_scores_and_param", args, call, lambda: self._capped_known(unit, clean, init, name, delta, initial, bounds, cap))
+        if cap is not None:  # the count as far as this process knows (the store's own is not read back)
+            self._params[cap[0]] = _bounded(float(self._params.get(cap[0], 0.0)) + 1.0, (0.0, cap[1] + 1.0))
+        if written is None:
+            return None
+        new, value = written
         self._remember_scores(unit, {k: ScoreRow(float(v), 0, time.time()) for k, v in new.items()}, only_known=True)
         self._params[name] = value
         return new, value
+
+    def _capped_known(
+        self, unit: str, deltas: Mapping[str, float], init: float, name: str, delta: float, initial: float,
+        bounds: tuple[float, float] | None, cap: tuple[str, float] | None,
+    ) -> tuple[dict[str, float], float] | None:
+        """What ``add_scores_and_param`` would return, from the last known scores and parameters."""
+        if cap is not None and _bounded(float(self._params.get(cap[0], 0.0)) + 1.0, (0.0, cap[1] + 1.0)) > cap[1]:
+            return None
+        return self._step_known(unit, deltas, init), _bounded(float(self._params.get(name, initial)) + delta, bounds)
 
     def _one(self, write: Callable[[], Any]) -> int:
         try:
@@ -582,6 +599,18 @@ class GuardedStore:
             return self._changed.get(unit)
         self._changed[unit] = value
         return value
+
+    def scores_changed_since(self, unit: str, since: float, *, limit: int = 10_000) -> dict[str, ScoreRow] | None:
+        """The store's ``scores_changed_since``; ``None`` (read them all again) when it has none, and
+        no change (``{}``) while it fails: asks go on with the last known scores."""
+        if getattr(type(self.inner), "scores_changed_since", None) is None:
+            return None
+        rows = self._read(lambda: self.inner.scores_changed_since(unit, since, limit=limit))
+        if rows is _FAILED:
+            return {}
+        if rows:
+            self._remember_scores(unit, rows, only_known=True)
+        return rows
 
     def last_event(self, kind: str, *, framework: str | None, query_id: str) -> Event | None:
         value = self._read(lambda: self.inner.last_event(kind, framework=framework, query_id=query_id))
@@ -876,6 +905,9 @@ def _apply(store: Store, op: str, args: dict[str, Any]) -> None:
     elif op == "add_scores":
         store.add_scores(args["unit"], args["deltas"], init=args["init"])
     elif op == "add_scores_and_param":
+        cap = args.get("cap")
+        if cap is not None and store.add_param(cap[0], 1.0, bounds=(0.0, cap[1] + 1.0)) > cap[1]:
+            return  # over the cap when replayed: only the counter changes, as it would have then
         store.add_scores(args["unit"], args["deltas"], init=args["init"])
         _apply(store, "add_param", args)
     elif op == "set_score":

@@ -350,6 +350,12 @@ class PostgresStore(SQLStore):
                 raise StoreError(f"reading {self.url} failed: {_scrub(str(exc), self._conninfo)}") from None
 
     def _write(self, conn: Any, sql: str, params: Any = (), *, many: bool = False) -> Any:
+        lock = getattr(self._local, "lock_first", None)
+        if lock is not None:  # the shared-rows lock, then this write: one round trip (_order_shared_rows)
+            self._local.lock_first = None
+            with conn.pipeline():
+                conn.execute(lock, (_SHARED_ROWS_KEY,))
+                return self._write(conn, sql, params, many=many)
         try:
             if many:
                 cur = conn.cursor()
@@ -502,12 +508,16 @@ class PostgresStore(SQLStore):
         (a savepoint rolled back would release it) before its first score or parameter write, and
         holds it to its commit; a single write takes it shared. Two batches, or a batch and a single
         write, then never wait on each other's rows in a cycle; single writes still run side by side
-        (each locks its rows in one sorted statement set)."""
+        (each locks its rows in one sorted statement set). The lock is sent in one pipeline with the
+        write that follows (:meth:`_write`), unless that write would open a savepoint first."""
         try:
-            if grouped:
+            group = getattr(self._local, "grouped", None)
+            if grouped and group is not None and group[1]:
+                self._local.lock_first = "SELECT pg_advisory_xact_lock(%s)"
+            elif grouped:
                 self._local.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SHARED_ROWS_KEY,))
             else:
-                conn.execute("SELECT pg_advisory_xact_lock_shared(%s)", (_SHARED_ROWS_KEY,))
+                self._local.lock_first = "SELECT pg_advisory_xact_lock_shared(%s)"
         except self._psycopg.Error as exc:
             raise self._error(exc) from exc
 
@@ -562,35 +572,58 @@ class PostgresStore(SQLStore):
 
     # ------------------------------------------------------------------ contribution scores
 
-    _UPSERT_SCORE = (
-        "INSERT INTO scores AS s (unit, id, raw, n_updates, updated_at) VALUES (%s, %s, %s + %s, 1, %s) "
-        "ON CONFLICT (unit, id) DO UPDATE SET raw = s.raw + %s, n_updates = s.n_updates + 1, "
-        "updated_at = excluded.updated_at RETURNING raw"
+    #: Score upserts of many ids in one statement (CTE ``sc``): ``raw = init + delta`` for a new id, else
+    #: ``raw + delta``, each computed by the server as one ``INSERT … ON CONFLICT`` per id would; ids in
+    #: code-point order (``COLLATE "C"``), so concurrent writes of the same ids cannot deadlock.
+    _SCORES_CTE = (
+        "t(id, d) AS (SELECT * FROM unnest(%(ids)s::text[], %(deltas)s::float8[])), "
+        "sc AS (INSERT INTO scores AS s (unit, id, raw, n_updates, updated_at) "
+        'SELECT %(unit)s, t.id, %(base)s + t.d, 1, %(now)s FROM t{cap} ORDER BY t.id COLLATE "C" '
+        "ON CONFLICT (unit, id) DO UPDATE SET raw = s.raw + (SELECT t.d FROM t WHERE t.id = excluded.id), "
+        "n_updates = s.n_updates + 1, updated_at = excluded.updated_at RETURNING s.id, s.raw)"
+    )
+    #: The counter of ``add_scores_and_param(cap=…)``: ``add_param(counter, 1, bounds=(0, limit + 1))``.
+    _COUNTER_CTE = (
+        "c AS (INSERT INTO params AS p (name, value, updated_at) "
+        "VALUES (%(counter)s, (LEAST(GREATEST(0::float8 + 1, 0), %(top)s))::text, %(now)s) "
+        "ON CONFLICT (name) DO UPDATE SET value = (LEAST(GREATEST(p.value::float8 + 1, 0), %(top)s))::text, "
+        "updated_at = excluded.updated_at RETURNING value::float8 <= %(limit)s AS ok)"
+    )
+    _PARAM_CTE = (
+        "a AS (INSERT INTO params AS p (name, value, updated_at) "
+        "SELECT %(name)s, (LEAST(GREATEST(%(init)s::float8 + %(d)s, %(lo)s), %(hi)s))::text, %(now)s{param_cap} "
+        "ON CONFLICT (name) DO UPDATE SET value = (LEAST(GREATEST(p.value::float8 + %(d)s, %(lo)s), %(hi)s))::text, "
+        "updated_at = excluded.updated_at RETURNING value)"
+    )
+    _ADD_SCORES = "WITH " + _SCORES_CTE.format(cap="") + " SELECT id, raw FROM sc"
+    _ADD_TEMPLATE = (
+        "WITH {counter}" + _SCORES_CTE + ", " + _PARAM_CTE
+        + " SELECT id, raw, NULL::text FROM sc UNION ALL SELECT NULL, NULL, value FROM a"
+    )  # fmt: skip
+    _ADD_SCORES_AND_PARAM = _ADD_TEMPLATE.format(counter="", cap="", param_cap="")
+    #: The same, after the cap counter (``c``): the scores and the step apply only when ``c.ok``.
+    _ADD_CAPPED = _ADD_TEMPLATE.format(
+        counter=_COUNTER_CTE + ", ", cap=", c WHERE c.ok", param_cap=" FROM c WHERE c.ok"
     )
 
     def add_scores(self, unit: str, deltas: Mapping[str, float], *, init: float = 100.0) -> dict[str, float]:
-        """Atomically add each ``deltas[id]`` in one transaction; the server computes ``raw + delta``.
+        """Atomically add each ``deltas[id]`` in one statement; the server computes ``raw + delta``.
 
-        Ids are written in sorted order, so concurrent batches over the same ids cannot deadlock.
+        Ids are written in code-point order, so concurrent batches over the same ids cannot deadlock.
         """
         init, checked = self._checked_deltas(unit, deltas, init)
-        now = time.time()
-        out: dict[str, float] = {}
+        args = self._score_args(unit, checked, init)
         with self._shared_rows() as conn:
-            with conn.pipeline():  # one round trip for every id, not one each
-                cursors = self._upsert_scores(conn, unit, checked, init, now)
-            for item_id, cur in cursors:
-                out[item_id] = float(cur.fetchone()[0])
+            rows = self._write(conn, self._ADD_SCORES, args).fetchall()
+        out = {item_id: float(raw) for item_id, raw in rows}
         return {item_id: out[item_id] for item_id, _ in checked}
 
-    def _upsert_scores(
-        self, conn: Any, unit: str, checked: list[tuple[str, float]], init: float, now: float
-    ) -> list[tuple[str, Any]]:
-        """Send one upsert per id, in sorted order (inside a pipeline: answered at its end)."""
-        return [
-            (item_id, self._write(conn, self._UPSERT_SCORE, (unit, item_id, init, delta, now, delta)))
-            for item_id, delta in sorted(checked)
-        ]
+    @staticmethod
+    def _score_args(unit: str, checked: list[tuple[str, float]], init: float) -> dict[str, Any]:
+        return {
+            "unit": unit, "ids": [i for i, _ in checked], "deltas": [d for _, d in checked],
+            "base": init, "now": time.time(),
+        }  # fmt: skip
 
     def add_scores_and_param(
         self,
@@ -602,26 +635,35 @@ class PostgresStore(SQLStore):
         delta: float,
         initial: float = 0.0,
         bounds: tuple[float, float] | None = None,
-    ) -> tuple[dict[str, float], float]:
-        """:meth:`add_scores` and one :meth:`add_param` step in one transaction and one round trip (the
-        statements are pipelined; each is the one those methods send, so the values are theirs).
+        cap: tuple[str, float] | None = None,
+    ) -> tuple[dict[str, float], float] | None:
+        """:meth:`add_scores` and one :meth:`add_param` step in one statement (one round trip); the
+        server computes each value as those methods' statements do, so the values are theirs.
 
-        :return: the new raw scores and the parameter's new value.
+        :param cap: ``(counter, limit)``: ``add_param(counter, 1, bounds=(0, limit + 1))`` in the same
+            statement; the scores and the parameter change only when the counter is then at most ``limit``.
+        :return: the new raw scores and the parameter's new value; ``None`` when over the cap.
         """
         init, checked = self._checked_deltas(unit, deltas, init)
         step, initial, lo, hi = self._checked_step(name, delta, initial, bounds)
-        now = time.time()
-        args = {"name": name, "init": initial, "d": step, "lo": lo, "hi": hi, "now": now}
+        args = self._score_args(unit, checked, init)
+        args.update({"name": name, "init": initial, "d": step, "lo": lo, "hi": hi})
+        sql = self._ADD_SCORES_AND_PARAM
+        if cap is not None:
+            _need_text(cap[0], "counter name")
+            limit = _finite(cap[1], f"limit of counter {cap[0]!r}")
+            args.update({"counter": cap[0], "limit": limit, "top": limit + 1.0})
+            sql = self._ADD_CAPPED
         try:
             with self._shared_rows() as conn:
-                with conn.pipeline():
-                    cursors = self._upsert_scores(conn, unit, checked, init, now)
-                    param = self._write(conn, self._ADD_PARAM, args)
-                out = {item_id: float(cur.fetchone()[0]) for item_id, cur in cursors}
-                value = float(json.loads(param.fetchone()[0]))
+                rows = self._write(conn, sql, args).fetchall()
         except StoreError as exc:
             _raise_not_a_number(name, exc)
             raise
+        if not rows:  # over the cap: only the counter changed
+            return None
+        out = {item_id: float(raw) for item_id, raw, _ in rows if item_id is not None}
+        value = next(float(json.loads(text)) for item_id, _, text in rows if item_id is None)
         return {item_id: out[item_id] for item_id, _ in checked}, value
 
     def set_score(self, unit: str, id: str, raw: float) -> None:

@@ -21,7 +21,17 @@ from typing import Any, Self
 from triage_plugins.contract.errors import EventError, StoreError
 from triage_plugins.contract.events import EVENT_TYPES, Event, from_json, join_json, part_keys, split_json
 from triage_plugins.store.chunks import split_text
-from triage_plugins.store.rows import PACKED, SCOPES, TABLES, MetricRow, RunRow, _dumps, _finite, _need_text
+from triage_plugins.store.rows import (
+    PACKED,
+    SCOPES,
+    TABLES,
+    MetricRow,
+    RunRow,
+    ScoreRow,
+    _dumps,
+    _finite,
+    _need_text,
+)
 
 __all__ = ["DEDUPLICATED_KINDS", "PAGE", "SQLStore"]
 
@@ -659,6 +669,21 @@ class SQLStore:
         """When a score of ``unit`` last changed (``max(updated_at)``, one index lookup); ``None`` if none."""
         rows = self._read(self._q("SELECT max(updated_at) FROM scores WHERE unit = ?"), (unit,))
         return None if rows[0][0] is None else float(rows[0][0])
+
+    def scores_changed_since(
+        self, unit: str, since: float, *, limit: int = 10_000
+    ) -> dict[str, ScoreRow] | None:
+        """The scores of ``unit`` whose ``updated_at`` is ``since`` or later (one index range scan of
+        ``scores_by_update``); ``None`` when more than ``limit`` are (read them all again instead)."""
+        rows = self._read(
+            self._q(
+                "SELECT id, raw, n_updates, updated_at FROM scores WHERE unit = ? AND updated_at >= ? LIMIT ?"
+            ),
+            (unit, float(since), int(limit) + 1),
+        )
+        if len(rows) > limit:
+            return None
+        return {r[0]: ScoreRow(float(r[1]), int(r[2]), float(r[3])) for r in rows}
 
     def get_param(self, name: str, default: Any = None) -> Any:
         """A stored parameter's JSON value, or ``default`` when it was never set."""
