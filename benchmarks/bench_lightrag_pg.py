@@ -11,8 +11,12 @@ process so that its peak RSS is its own:
 - ``refresh``: an instrumented LightRAG on that graph (first read streamed), then a 10-document
   upload through ``ainsert`` (offline scripted LLM): the seconds of the view refresh it ends in
   (``_sync_graph``: the logged change read back with ``get_nodes_batch`` / ``get_edges_batch``, the
-  view and grounder rebuilt). The store recorder and the metrics plugin are disabled in this step so
-  the delivery thread does not compete for the interpreter (they are measured on their own);
+  view and grounder updated incrementally). The store recorder and the metrics plugin are disabled in
+  this step so the delivery thread does not compete for the interpreter (they are measured on their
+  own). Then, for comparison: the view and grounder rebuilt whole (the cost before the incremental
+  update; the rebuilt view must equal the updated one, their groundings of the upload's names too),
+  the validation metrics on the updated view, and a full streamed re-read whose graph and metrics
+  must equal the updated view's;
 - ``metrics``: every validation metric (``validation_metrics``; no ontology or reference, so DNR and
   SRR are computed, LC/OC/COR/CMP are N/A) and connected components on the streamed view.
 
@@ -50,6 +54,7 @@ UPLOAD = [
     f"Director{i} Lastname{i} was born in City{i}."
     for i in range(10)
 ]
+UPLOAD_NAMES = [name for i in range(10) for name in (f"Director{i} Lastname{i}", f"Movie{i}", f"City{i}")]
 
 
 def _pgserver() -> Any:
@@ -207,34 +212,92 @@ async def step_stream(workdir: Path, workspace: str) -> dict[str, Any]:
 
 async def step_refresh(workdir: Path, workspace: str) -> dict[str, Any]:
     from triage_lightrag import instrument
+    from triage_plugins.kg import gazetteer
 
     os.environ["TRIAGE_DISABLE_PLUGINS"] = "triage.recorder,triage.implementation"
     rag = await _rag(workdir, workspace)
     inst = instrument(rag, store=workdir / "triage.sqlite")
     syncs: list[float] = []
+    cpu: list[float] = []  # the process's CPU seconds (every thread) during each refresh
     original = inst._sync_graph
 
     async def timed() -> None:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         await original()
         syncs.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
 
     inst._sync_graph = timed  # our own method, timed: LightRAG is not touched
     t0 = time.perf_counter()
     await inst._ensure_graph()  # what the first query does: the full (streamed) read
     first = time.perf_counter() - t0
-    before = len(inst._view)
+    before = inst._view
     syncs.clear()
+    cpu.clear()
+    builds = _count_calls(gazetteer.Gazetteer, "__init__")
     t0 = time.perf_counter()
     await rag.ainsert(UPLOAD)
     upload = time.perf_counter() - t0
-    after = len(inst._view)
-    inst.uninstrument()
-    await rag.finalize_storages()
-    return {
+    view, grounder = inst._view, inst._grounder
+    result = {
         "first_read_seconds": first, "upload_seconds": upload, "refresh_seconds": syncs,
-        "triples_before": before, "triples_after": after, "peak_mb": _peak_mb(),
+        "refresh_cpu_seconds": cpu, "triples_before": len(before), "triples_after": len(view), "peak_mb": _peak_mb(),
+        "incremental": view.delta is not None, "gazetteer_builds": len(builds),
     }  # fmt: skip
+    inst.uninstrument()
+    result.update(await asyncio.to_thread(_rebuild_and_compare, view, grounder))
+    result.update(await _compare_with_full_read(rag, view, grounder))
+    await rag.finalize_storages()
+    return result
+
+
+def _count_calls(cls: type, name: str) -> list[int]:
+    calls: list[int] = []
+    original = getattr(cls, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    setattr(cls, name, counted)
+    return calls
+
+
+def _rebuild_and_compare(view: Any, grounder: Any) -> dict[str, Any]:
+    """What a refresh cost before the incremental update: the view and the grounder rebuilt whole
+    from the updated content (the old ``updated_view`` also made a Python pass over the triples)."""
+    from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.kg.grounding import Grounder
+    from triage_plugins.metrics.validation import validation_metrics
+
+    t0 = time.perf_counter()
+    whole = GraphView(view.triples, nodes=view.nodes, sources=view.sources)
+    rebuilt = Grounder(whole)
+    seconds = time.perf_counter() - t0
+    assert whole == view, "the incremental view differs from the one built whole"
+    t0 = time.perf_counter()
+    metrics = validation_metrics(view)  # what the metrics plugin computes on the graph event
+    metrics_seconds = time.perf_counter() - t0
+    texts = [f"Did {n} meet {m}?" for n, m in zip(UPLOAD_NAMES, UPLOAD_NAMES[1:], strict=False)]
+    same = [grounder.ground(t) == rebuilt.ground(t) for t in texts]
+    grounded = sum(len(grounder.ground(t).nodes) for t in texts)
+    return {
+        "rebuild_seconds": seconds, "metrics_on_updated_view_seconds": metrics_seconds,
+        "groundings_equal": all(same), "grounded_nodes": grounded,
+        "updated_values": {k: r.value for k, r in metrics.items()},
+    }  # fmt: skip
+
+
+async def _compare_with_full_read(rag: Any, view: Any, grounder: Any) -> dict[str, Any]:
+    """The updated view's validation metrics equal those of a full (streamed) re-read."""
+    from triage_lightrag.pg_graph import stream_graph
+    from triage_plugins.metrics.validation import validation_metrics
+
+    full = (await stream_graph(rag.chunk_entity_relation_graph)).view
+    same_content = set(full.triples) == set(view.triples) and set(full.nodes) == set(view.nodes)
+    a = {k: (r.value, dict(r.details)) for k, r in validation_metrics(full).items()}
+    b = {k: (r.value, dict(r.details)) for k, r in validation_metrics(view).items()}
+    return {"full_reread_same_graph": same_content, "full_reread_same_metrics": a == b}
 
 
 async def step_metrics(workdir: Path, workspace: str) -> dict[str, Any]:

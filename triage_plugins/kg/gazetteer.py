@@ -16,6 +16,7 @@ stored or sent to another process (nor is the :class:`GraphView` it indexes).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from array import array
@@ -69,6 +70,15 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values, by sorting (numpy 2.4's hashing ``np.unique`` is far slower here)."""
     out = np.sort(values)
     return out[np.r_[True, out[1:] != out[:-1]]] if out.size else out
+
+
+def _merged(distinct: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sorted distinct ``distinct`` and ``values``: the new ones inserted, no sort of the whole."""
+    new = _distinct(values)
+    at = np.searchsorted(distinct, new)
+    known = at < len(distinct)
+    known[known] = distinct[at[known]] == new[known]
+    return np.insert(distinct, at[~known], new[~known])
 
 
 def _bit_filter(hashes: np.ndarray) -> tuple[bytes, int]:
@@ -138,6 +148,48 @@ class Gazetteer:
         self._prefix_bits, self._prefix_mask = _bit_filter(self._prefix)
         self.entries = functools.lru_cache(maxsize=_CACHE)(self._entries)
         self.has_prefix = functools.lru_cache(maxsize=_CACHE)(self._has_prefix)
+
+    def updated(self, graph: GraphView) -> Gazetteer | None:
+        """A gazetteer of ``graph`` without aliases, when ``graph`` was made from this one's graph by
+        :meth:`~triage_plugins.contract.graph_view.GraphView.with_changes` (else ``None``).
+
+        Only the removed, relabeled and added nodes are (re)filed; the other rows are kept,
+        renumbered with one vectorized pass. Prefixes of removed keys stay: a prefix only lets the
+        trie walk go on, and a lookup still checks the whole key, so answers equal a full build's.
+        """
+        delta = graph.delta
+        if delta is None or delta.parent != self.graph.serial:
+            return None
+        out = object.__new__(Gazetteer)
+        out.graph, out._slot, out._aliases, out.weak_max = graph, self._slot, [], self.weak_max
+        out._degrees = memoryview(np.ascontiguousarray(graph.degrees(), dtype=np.int64))
+        n_old = len(self.graph.nodes)
+        keep = np.ones(n_old, dtype=bool)
+        keep[delta.removed] = False
+        stale = ~keep
+        stale[delta.relabeled] = True
+        node = self._node.astype(np.int64)
+        rows = self._alias < 0  # ids and labels; aliases are filed again by their owner
+        rows[rows] = ~stale[node[rows]]
+        remap = np.cumsum(keep, dtype=np.int64) - 1
+        hashes, nodes, prefixes, kinds = array("q"), array("q"), array("q"), array("i")
+        labels = graph.labels
+        filed = itertools.chain(remap[delta.relabeled].tolist(), range(delta.added_from, len(graph.nodes)))
+        for k in filed:
+            node_id = graph.nodes[k]
+            out._file(node_id, k, hashes, nodes, prefixes)
+            kinds.append(_ID)
+            label = labels.get(node_id)
+            if label is not None and label != node_id:
+                out._file(label, k, hashes, nodes, prefixes)
+                kinds.append(_LABEL)
+        itype = np.int32 if len(graph.nodes) < np.iinfo(np.int32).max else np.int64
+        out._hash = np.concatenate([self._hash[rows], np.frombuffer(hashes, dtype=np.int64)])
+        out._node = np.concatenate([remap[node[rows]], np.frombuffer(nodes, dtype=np.int64)]).astype(itype)
+        out._alias = np.concatenate([self._alias[rows], np.frombuffer(kinds, dtype=np.int32)])
+        out._prefix = _merged(self._prefix, np.frombuffer(prefixes, dtype=np.int64))
+        out._sort()
+        return out
 
     def add_aliases(self, aliases: Sequence[tuple[str, str | None]]) -> None:
         """File each ``(surface, node id or None)`` as an explicit alias (rank 0)."""

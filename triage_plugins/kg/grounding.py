@@ -46,7 +46,9 @@ Decisions the paper leaves open:
 
 The gazetteer is built once, in the constructor, as numpy arrays (about 20 bytes per id, label or
 alias and no Python object for any; see ``benchmarks/RESULTS.md``, "10M-triple graph", for build
-times); reuse one :class:`Grounder` for every text grounded against the same graph.
+times); reuse one :class:`Grounder` for every text grounded against the same graph, and
+:meth:`Grounder.updated` for a graph changed by :meth:`~triage_plugins.contract.graph_view.GraphView.with_changes`
+(only the changed nodes are filed again).
 """
 
 from __future__ import annotations
@@ -220,6 +222,26 @@ class Grounder:
             len(self.graph.nodes),
             len(aliases),
         )
+
+    def updated(self, graph: GraphView) -> Grounder:
+        """A grounder of ``graph`` with this one's aliases and settings, grounding as
+        ``Grounder(graph, …)`` does. When ``graph`` was made from this one's graph by
+        :meth:`~triage_plugins.contract.graph_view.GraphView.with_changes`, only the changed nodes
+        are filed again (and the aliases, whose targets may have changed); else it is built whole."""
+        if not isinstance(graph, GraphView):
+            raise EventError("Grounder", "graph", f"must be a GraphView, got {type(graph).__name__}")
+        gaz = self._gaz.updated(graph)
+        if gaz is None:
+            return Grounder(
+                graph, dict(self.aliases), matcher=self.matcher, bracketed_only=self.bracketed_only
+            )
+        out = object.__new__(Grounder)
+        out.graph, out.matcher, out.bracketed_only = graph, self.matcher, self.bracketed_only
+        out.aliases = self.aliases
+        out._gaz = gaz
+        gaz.add_aliases([(surface, out._alias_target(target)) for surface, target in self.aliases.items()])
+        log.debug("gazetteer of %r updated from the previous graph's", graph)
+        return out
 
     def _alias_target(self, target: str | None) -> str | None:
         if target is None or self.graph.has_node(target):
@@ -522,22 +544,41 @@ _SHARED_LOCK = threading.Lock()
 _SHARED_SIZE = 4
 
 
-def shared_grounder(graph: GraphView, aliases: Mapping[str, str | None] | None = None) -> Grounder:
+def shared_grounder(
+    graph: GraphView, aliases: Mapping[str, str | None] | None = None, *, previous: Grounder | None = None
+) -> Grounder:
     """A :class:`Grounder` for ``graph`` shared by every caller (the default plugins, pipelines).
 
     Building the gazetteer is a pass over every node id and label; plugins that each need one for the
-    same graph event get the same read-only instance. The last few graphs are kept.
+    same graph event get the same read-only instance. The last few graphs are kept. A graph made by
+    :meth:`~triage_plugins.contract.graph_view.GraphView.with_changes` from one whose grounder is
+    kept (or is ``previous``, with the same aliases) gets that grounder :meth:`~Grounder.updated`.
     """
-    key = (id(graph), tuple(sorted((aliases or {}).items())))
+    alias_key = tuple(sorted((aliases or {}).items()))
+    key = (id(graph), alias_key)
+    delta = getattr(graph, "delta", None)  # not a view: the Grounder says so below
+    parent = delta.parent if delta is not None else None
     with _SHARED_LOCK:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] is graph:
             _SHARED.move_to_end(key)
             return hit[1]
-    grounder = Grounder(graph, aliases)
+        bases = [g for (_, a), (_, g) in _SHARED.items() if a == alias_key and g.graph.serial == parent]
+    if previous is not None and _is_shared_like(previous, alias_key) and previous.graph.serial == parent:
+        bases.append(previous)
+    grounder = bases[-1].updated(graph) if bases else Grounder(graph, aliases)
     with _SHARED_LOCK:
         _SHARED[key] = (graph, grounder)
         _SHARED.move_to_end(key)
         while len(_SHARED) > _SHARED_SIZE:
             _SHARED.popitem(last=False)
     return grounder
+
+
+def _is_shared_like(grounder: Grounder, alias_key: tuple[tuple[str, str | None], ...]) -> bool:
+    """``grounder`` has the settings :func:`shared_grounder` builds with, and these aliases."""
+    return (
+        grounder.matcher is None
+        and grounder.bracketed_only
+        and tuple(sorted(grounder.aliases.items())) == alias_key
+    )
