@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from triage_plugins.contract.config import TriageConfig
-    from triage_plugins.metrics.usage import usage_metrics
+    from triage_plugins.metrics.per_query import usage_metrics
     from triage_plugins.offline.embedder import HashingEmbedder
     from triage_plugins.offline.world import generate_world
     from triage_plugins.plugins.gate import DefaultGate

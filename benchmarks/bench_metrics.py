@@ -289,7 +289,7 @@ def usage_events(graph: GraphView, n_queries: int, size: int, seed: int) -> list
 def bench_usage(graph: GraphView, n_queries: int, size: int, seed: int) -> None:
     print(f"\n## usage metrics: {n_queries} queries, {size}-triple subgraphs")
     try:
-        from triage_plugins.metrics.usage import usage_metrics
+        from triage_plugins.metrics.per_query import usage_metrics
     except ImportError as exc:
         print(f"usage metrics not available ({exc})")
         return

@@ -19,6 +19,10 @@ Run::
     python benchmarks/bench_parts.py --framework lightrag --mode global --method aquery --queries 60
     python benchmarks/bench_parts.py --framework graphrag --queries 60
     python benchmarks/bench_parts.py --framework llamaindex --queries 100
+
+``--deep`` splits the parts further (the grounder, event validation, the manager's hook calls; for
+LightRAG the translation's steps), timed only inside the parts above (the offline LLM grounds text
+on the host too); each timer costs a little, so the total grows.
 """
 
 from __future__ import annotations
@@ -72,12 +76,32 @@ ADAPTER_PARTS = {
 ADAPTER_FUNCTIONS = {
     "graphrag": (("triage_graphrag.instrument", ("retrieval_event", "generation_event", "graph_tables")),),
 }
+#: ``--deep``: what the parts above spend their time in (grounding, event validation, the manager's
+#: hook calls), and the LightRAG translation's steps; each then shows as a part of its own.
+DEEP_PARTS = (
+    ("triage_plugins.kg.grounding", "Grounder", ("ground", "ground_answer", "link")),
+    ("triage_plugins.contract.events", "RetrievalEvent", ("__post_init__",)),
+    ("triage_plugins.contract.events", "Subgraph", ("__post_init__",)),
+    ("triage_plugins.contract.events", "GenerationEvent", ("__post_init__",)),
+    ("triage_plugins.runtime.manager", "TriageManager", ("emit_retrieval", "emit_generation", "gate")),
+)
+DEEP_FUNCTIONS = {
+    "lightrag": (
+        ("triage_lightrag.instrument", ("retrieval_event",)),
+        ("triage_lightrag.translate", ("query_mentions", "retrieved_subgraph", "retrieved_chunks")),
+    ),
+}
 
 
-def _timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _timed(name: str, fn: Callable[..., Any], *, inside: bool = False) -> Callable[..., Any]:
+    """``fn`` timed as the part ``name``; with ``inside``, only when a timed part calls it (a
+    ``--deep`` part: the offline LLM's own grounding on the host is not ours)."""
+
     @functools.wraps(fn)  # keeps pluggy's hookimpl markers
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         stack = _LOCAL.__dict__.setdefault("stack", [])
+        if inside and not stack:
+            return fn(*args, **kwargs)
         start = time.thread_time()
         stack.append(0.0)
         try:
@@ -97,15 +121,20 @@ def _module(name: str) -> Any:
     return sys.modules[name]  # not the package attribute: triage_*.instrument is also a function
 
 
-def _wrap_parts(framework: str) -> None:
-    for module, cls_name, names in CORE_PARTS + ADAPTER_PARTS[framework]:
+def _wrap_parts(framework: str, deep: bool = False) -> None:
+    parts = [(p, False) for p in CORE_PARTS + ADAPTER_PARTS[framework]]
+    functions = [(f, False) for f in ADAPTER_FUNCTIONS.get(framework, ())]
+    if deep:
+        parts += [(p, True) for p in DEEP_PARTS]
+        functions += [(f, True) for f in DEEP_FUNCTIONS.get(framework, ())]
+    for (module, cls_name, names), inside in parts:
         cls = getattr(_module(module), cls_name)
         for name in names:
-            setattr(cls, name, _timed(f"{cls_name}.{name}", getattr(cls, name)))
-    for module, names in ADAPTER_FUNCTIONS.get(framework, ()):
+            setattr(cls, name, _timed(f"{cls_name}.{name}", getattr(cls, name), inside=inside))
+    for (module, names), inside in functions:
         mod = _module(module)
         for name in names:
-            setattr(mod, name, _timed(name, getattr(mod, name)))
+            setattr(mod, name, _timed(name, getattr(mod, name), inside=inside))
 
 
 def _reset() -> None:
@@ -247,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="global", help="LightRAG query mode")
     parser.add_argument("--method", default="aquery", help="LightRAG method: aquery or aquery_data")
     parser.add_argument("--corpus", default="small", help="LightRAG corpus: small or large")
+    parser.add_argument("--deep", action="store_true",
+                        help="also time grounding, event validation and the manager's hook calls")  # fmt: skip
     parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "bench-graphrag",
                         help="GraphRAG index directory (built once, as bench_graphrag.py does)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -261,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             if value not in choices:
                 parser.error(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
     logging.disable(logging.WARNING)
-    _wrap_parts(args.framework)
+    _wrap_parts(args.framework, args.deep)
     if args.framework == "lightrag":
         asyncio.run(_lightrag(args.mode, args.method, args.queries, args.corpus))
     elif args.framework == "graphrag":

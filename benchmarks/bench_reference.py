@@ -43,7 +43,7 @@ def main() -> int:
 
     from triage_plugins.datasets import load_kb, load_questions
     from triage_plugins.kg.grounding import shared_grounder
-    from triage_plugins.metrics.usage import usage_metrics
+    from triage_plugins.metrics.per_query import usage_metrics
     from triage_plugins.reference.pipeline import ReferencePipeline
     from triage_plugins.runtime.manager import TriageManager
 

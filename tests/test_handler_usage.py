@@ -241,7 +241,7 @@ def test_a_failing_batched_write_is_counted_and_never_raised(tmp_path: Path) -> 
 
 
 def test_views_are_shared_only_for_the_same_retrieval_event() -> None:
-    from triage_plugins.metrics.usage import chain_head_metrics, usage_metrics
+    from triage_plugins.metrics.per_query import chain_head_metrics, usage_metrics
 
     mentions = {"Inception": "Inception", "Interstellar": "Interstellar"}
     connected = _retrieval("s1", FIG4_QUERY, (T1, T2_MERGED), mentions)

@@ -76,6 +76,36 @@ def folder_imports(root: Path = ROOT) -> Edges:
     return edges
 
 
+def _is_module(name: str, root: Path) -> bool:
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return False
+    path = root.joinpath(*parts[1:])
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def module_imports(folder: str, root: Path = ROOT) -> Edges:
+    """Which module of one folder imports which other module of it (``from a import b`` counts as an
+    import of the module ``a.b`` when ``b`` is one, else of ``a``), with the places that do it."""
+    edges: Edges = defaultdict(lambda: defaultdict(list))
+    inside = f"{PACKAGE}.{folder}"
+    for path in sorted((root / folder).rglob("*.py")):
+        module = _module_name(path, root)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            names = _imported(node, package)
+            if isinstance(node, ast.ImportFrom):  # the submodules named, or else the module itself
+                names = [n for n in names[1:] if _is_module(n, root)] or names[:1]
+            for target in names:
+                if target != module and (target == inside or target.startswith(inside + ".")):
+                    edges[module][target].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
+    return edges
+
+
 def cycles(edges: Edges) -> list[list[str]]:
     """The strongly connected components of more than one folder (Tarjan)."""
     index: dict[str, int] = {}
@@ -120,6 +150,16 @@ def test_no_import_cycle_among_the_core_folders():
     assert not found, "\n".join(f"cycle {c}:\n{_explain(c, edges)}" for c in found)
 
 
+def test_no_import_cycle_among_the_metric_modules():
+    """The registry imports the metric modules for their functions; none of them imports it back
+    (the per-module ``METRICS`` views that did are gone, issue 32)."""
+    edges = module_imports("metrics")
+    found = cycles(edges)
+    assert not found, "\n".join(f"cycle {c}:\n{_explain(c, edges)}" for c in found)
+    registry = f"{PACKAGE}.metrics.registry"
+    assert {f"{PACKAGE}.metrics.usage", f"{PACKAGE}.metrics.extraction"} <= set(edges[registry])
+
+
 def test_report_imports_nothing_from_apps():
     """The report renders records and rows (issue 32): the commands call it, it calls no command."""
     assert "apps" not in folder_imports()["report"]
@@ -143,3 +183,18 @@ def test_a_late_import_counts(tmp_path: Path):
     edges = folder_imports(pkg)
     assert "b" in edges["a"] and "a" in edges["b"]
     assert cycles(edges) == [["a", "b"]]
+
+
+def test_a_module_cycle_inside_a_folder_is_found(tmp_path: Path):
+    """``registry`` imports ``usage``, whose late import of ``registry`` closes a cycle."""
+    pkg = tmp_path / PACKAGE / "metrics"
+    (pkg / "usage").mkdir(parents=True)
+    for init in (tmp_path / PACKAGE / "__init__.py", pkg / "__init__.py", pkg / "usage" / "__init__.py"):
+        init.write_text("")
+    (pkg / "registry.py").write_text(f"from {PACKAGE}.metrics import usage\n")
+    (pkg / "usage" / "query.py").write_text(f"def f():\n    from {PACKAGE}.metrics.registry import X\n")
+    (pkg / "usage" / "__init__.py").write_text("from .query import f\n")
+    edges = module_imports("metrics", tmp_path / PACKAGE)
+    assert cycles(edges) == [
+        [f"{PACKAGE}.metrics.registry", f"{PACKAGE}.metrics.usage", f"{PACKAGE}.metrics.usage.query"]
+    ]

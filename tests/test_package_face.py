@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+
+import pytest
 
 import triage_plugins
 
@@ -45,3 +48,18 @@ def test_importing_the_package_imports_neither_the_manager_nor_the_metrics() -> 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_plugin_authors_type_against_the_plugin_context() -> None:
+    from triage_plugins.contract.context import PluginContext
+
+    assert triage_plugins.PluginContext is PluginContext and "PluginContext" in triage_plugins.__all__
+
+
+@pytest.mark.parametrize(
+    "old", ["events", "hookspecs", "manager", "graph", "grounding", "ontology", "errors", "config"]
+)
+def test_the_module_paths_before_the_layout_are_gone(old: str) -> None:
+    """The compatibility layer is deleted (issue 32): the package face or the folders, nothing else."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"triage_plugins.{old}")

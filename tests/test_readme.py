@@ -314,8 +314,10 @@ with _M(":memory:", entry_points=False) as _m:
     assert any("SlowQueryAlarm" in p.name or "slow" in p.name.lower() for p in _m.plugins()), _m.plugins()
 """,
     "metric": """\
-from triage_plugins.metrics.registry import metric_registry as _registry
-_r = _registry(plugins=[ToyMetrics()])
+from triage_plugins import TriageManager as _M
+with _M(entry_points=False, synchronous=True) as _m:
+    _m.register(ToyMetrics())
+    _r = _m.metrics
 assert "WORDS" in _r and _r.origin("WORDS") == "plugin 'ToyMetrics'", _r.origin("WORDS")
 assert answer_words(None).value is None
 """,

@@ -5,22 +5,20 @@ The public surface most users need, all importable from here (explicit ``__all__
     from triage_plugins import hookimpl, TriageManager, RetrievalEvent, Triple, Subgraph, QueryRecord
 
 the hook marker, the manager, the events and their parts, the scorer's records, ``MetricSpec`` /
-``MetricResult`` (to register a metric) and ``open_store``. Everything but the markers and the
+``MetricResult`` (to register a metric), ``PluginContext`` (what a plugin may use of the manager) and
+``open_store``. Everything but the markers and the
 errors is imported on first use, so ``import triage_plugins`` stays cheap.
 
 The package is laid out one folder per concern (DESIGN §2): ``contract/`` (hooks, events, graph
 view, errors, options), ``runtime/`` (the manager), ``plugins/`` (the default plugins), ``kg/``,
 ``metrics/``, ``diagnosis/``, ``feedback/``, ``store/``, ``adapter_kit/``, ``apps/`` and
-``report/``. The modules users imported before that layout (``triage_plugins.events``,
-``.hookspecs``, ``.manager`` …) stay importable under their old names.
+``report/``. Plugin authors import from here; adapters from here and
+:mod:`triage_plugins.adapter_kit`; the rest is private.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
 
 from triage_plugins.contract.errors import (
     ConfigError,
@@ -57,6 +55,7 @@ _LAZY: dict[str, str] = {
         "triage_plugins.contract.events",
     ),
     "GraphView": "triage_plugins.contract.graph_view",
+    "PluginContext": "triage_plugins.contract.context",
     "QueryRecord": "triage_plugins.contract.records",
     "GraphRecord": "triage_plugins.contract.records",
     "MetricSpec": "triage_plugins.metrics.registry",
@@ -76,40 +75,6 @@ __all__ = [
     "__version__",
     *_LAZY,
 ]
-
-#: Old module paths (before the layout of DESIGN §2) and where they live now.
-MOVED_MODULES: dict[str, str] = {
-    "triage_plugins.events": "triage_plugins.contract.events",
-    "triage_plugins.hookspecs": "triage_plugins.contract.hookspecs",
-    "triage_plugins.errors": "triage_plugins.contract.errors",
-    "triage_plugins.config": "triage_plugins.contract.config",
-    "triage_plugins.graph": "triage_plugins.contract.graph_view",
-    "triage_plugins.manager": "triage_plugins.runtime.manager",
-    "triage_plugins.grounding": "triage_plugins.kg.grounding",
-    "triage_plugins.ontology": "triage_plugins.kg.ontology",
-}
-
-
-class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old module path as the module that now holds it (the same module object)."""
-
-    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib's signature
-        if fullname not in MOVED_MODULES:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec):  # noqa: ANN001
-        module = importlib.import_module(MOVED_MODULES[spec.name])
-        spec.loader_state = module.__spec__  # importlib overwrites it next: exec_module restores it
-        return module
-
-    def exec_module(self, module) -> None:  # noqa: ANN001 - already executed under its own name
-        # importlib stamped the alias spec on the module: give it back its own.
-        module.__spec__ = module.__spec__.loader_state
-
-
-if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
 
 
 def __getattr__(name: str) -> object:  # lazy: importing the package stays cheap

@@ -123,7 +123,7 @@ def _index(args: argparse.Namespace) -> int:
     import graphrag.api as api
 
     from triage_graphrag import observe_index
-    from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins import TriageManager
 
     store = _store(args)
     with TriageManager(store=store) as manager:

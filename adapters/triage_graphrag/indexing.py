@@ -52,13 +52,13 @@ from triage_graphrag.translate import (
     migrate_legacy_scores,
     record_logprobs,
 )
+from triage_plugins import ConfigError
 from triage_plugins.adapter_kit.logprobs import logprob_pairs
-from triage_plugins.contract.errors import ConfigError
 
 if TYPE_CHECKING:
     from graphrag.config.models.graph_rag_config import GraphRagConfig
 
-    from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins import TriageManager
 
 __all__ = ["LOGPROB_TYPE", "IndexObservation", "LogprobRecorder", "observe"]
 

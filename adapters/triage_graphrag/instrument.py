@@ -47,16 +47,15 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from triage_graphrag import indexing
 from triage_graphrag.translate import FRAMEWORK, GraphTables, generation_event, retrieval_event
+from triage_plugins import ConfigError, FeedbackEvent, GateDecision, GenerationEvent, RetrievalEvent
 from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
 from triage_plugins.adapter_kit.lru import LRU
-from triage_plugins.contract.errors import ConfigError
-from triage_plugins.contract.events import FeedbackEvent, GateDecision, GenerationEvent, RetrievalEvent
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from triage_plugins.runtime.manager import TriageManager
-    from triage_plugins.store import Store
+    from triage_plugins import TriageManager
+    from triage_plugins.adapter_kit import Store
 
 __all__ = [
     "FRAMEWORK",
@@ -443,7 +442,8 @@ def manager_for(
     new manager over ``store`` (no longer cached: keep the one you get for queries and feedback)."""
     if manager is not None:
         return manager
-    from triage_plugins.runtime.manager import TriageManager, default_manager
+    from triage_plugins import TriageManager
+    from triage_plugins.adapter_kit import default_manager
 
     return default_manager() if store is None else TriageManager(store=store)
 
@@ -452,7 +452,7 @@ def _for_call(manager: TriageManager | None, store: Any) -> GraphRAGInstrumentor
     """The instrumentor one former-API call runs with (owned manager only for ``store`` alone)."""
     global _warned_store
     if manager is None and store is None:
-        from triage_plugins.runtime.manager import default_manager
+        from triage_plugins.adapter_kit import default_manager
 
         manager = default_manager()
     if manager is None and not _warned_store:
@@ -489,7 +489,7 @@ def observe_index(
         ``"standard-update"`` ...), used when the config names no ``workflows`` of its own.
     """
     if manager is None and store is None:
-        from triage_plugins.runtime.manager import default_manager
+        from triage_plugins.adapter_kit import default_manager
 
         manager = default_manager()
     inst = GraphRAGInstrumentor().instrument(manager=manager, store=store)

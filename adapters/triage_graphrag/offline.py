@@ -35,9 +35,7 @@ import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
-from triage_plugins.offline.extractor import Record
-from triage_plugins.offline.llm import entity_rows
+from triage_plugins.adapter_kit.offline import NOTHING_FOUND, Record, answer_from_context, entity_rows
 
 __all__ = [
     "CHAT_TYPE",
@@ -98,7 +96,7 @@ def format_graphrag(records: Sequence[Record], *, strength: int = 1) -> str:
 def extraction_answer(text: str) -> str:
     """The records of ``text`` in GraphRAG's format: the project's offline extractor when installed, else ours."""
     try:
-        from triage_plugins.offline.extractor import extract_records as shared_records
+        from triage_plugins.adapter_kit.offline import extract_records as shared_records
     except ImportError:
         return format_records(extract_records(text))
     return format_graphrag(shared_records(text))
@@ -111,7 +109,7 @@ def hash_embed(texts: list[str], dimension: int = DIMENSION) -> list[list[float]
     """Unit vectors of hashed character n-grams: :class:`triage_plugins.offline.embedder.HashingEmbedder`
     when installed, else a local equivalent (character 3-grams and words, signed hashing)."""
     try:
-        from triage_plugins.offline.embedder import HashingEmbedder
+        from triage_plugins.adapter_kit.offline import HashingEmbedder
     except ImportError:
         return [_local_embed(t, dimension) for t in texts]
     if dimension not in _EMBEDDERS:

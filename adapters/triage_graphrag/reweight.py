@@ -57,7 +57,7 @@ from triage_plugins.adapter_kit.ordering import ask_priorities, host_order
 if TYPE_CHECKING:
     import pandas as pd
 
-    from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins import TriageManager
 
 __all__ = [
     "LEVELS",

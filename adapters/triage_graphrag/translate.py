@@ -45,23 +45,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.adapter_kit.logprobs import span_logprobs, spells
-from triage_plugins.contract.events import (
+from triage_plugins import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
     GenerationEvent,
     GraphEvent,
+    GraphView,
     RetrievalEvent,
     Subgraph,
     Triple,
 )
-from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.adapter_kit.logprobs import span_logprobs, spells
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from triage_plugins.kg.grounding import Grounder
+    from triage_plugins.adapter_kit import Grounder
 
 __all__ = [
     "FRAMEWORK",
@@ -243,7 +243,7 @@ class GraphTables:
     def grounder(self) -> Grounder:
         """The default grounder over entity titles (built once; TRIAGE §4.3.1)."""
         if self._grounder is None:
-            from triage_plugins.kg.grounding import shared_grounder
+            from triage_plugins.adapter_kit import shared_grounder
 
             self._grounder = shared_grounder(self.graph)
         return self._grounder

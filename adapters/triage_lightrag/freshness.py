@@ -14,7 +14,9 @@ each processed document — in the shared triage store, before LightRAG writes t
 Both live in the learner's scope (the LightRAG workspace), so workspaces keep separate logs. Before
 grounding a query, a worker compares the counter with the version its view is at and reads only the
 named nodes and edges back from LightRAG's storage (``get_nodes_batch`` / ``get_edges_batch``), never
-the whole graph. A change that names too many ids, an edit or deletion (``full``), or a worker so far
+the whole graph, and applies them to its view (:meth:`GraphView.with_changes`: the unchanged arrays
+are kept, the new incidences merged in) and grounder (:meth:`Grounder.updated`: only the changed
+nodes are filed again), never rebuilding either. A change that names too many ids, an edit or deletion (``full``), or a worker so far
 behind that its slots were reused, falls back to one full re-read.
 """
 
@@ -27,8 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triage_lightrag.translate import relation_triple, split_sources, triple_id
-from triage_plugins.contract.events import Triple
-from triage_plugins.contract.graph_view import GraphView
+from triage_plugins import GraphView, Triple
 
 __all__ = [
     "CHANGE_PARAM",
@@ -156,38 +157,38 @@ def updated_view(
     ``nodes``: node id -> its properties, ``None`` when it is gone (its edges go too); ``edges``:
     sorted entity pair -> properties, ``None`` when gone. Unnamed nodes and edges are kept as they
     are (an edge whose endpoint's type changed is re-typed). An edge already in the view keeps its
-    orientation; a new one takes the pair's.
+    orientation and place; a new one takes the pair's and goes last. Applied with
+    :meth:`~triage_plugins.contract.graph_view.GraphView.with_changes`: the work is the named rows
+    and the re-typed nodes' edges, plus vectorized passes over the view's arrays.
     """
     gone = {n for n, row in nodes.items() if row is None}
     types = {n: _entity_type(row) for n, row in nodes.items() if row is not None}
-    changed = {triple_id(a, b): (a, b, row) for (a, b), row in edges.items()}
-    sources = dict(view.sources)
-    triples: list[Triple] = []
-    kept: set[str] = set()
-    for t in view.triples:
-        if t.id in changed:
-            row = changed[t.id][2]
-            changed[t.id] = (t.subject, t.object, row)  # keep the orientation the view has
-            continue
-        if t.subject in gone or t.object in gone:
-            sources.pop(t.id, None)
-            continue
-        if t.subject in types or t.object in types:
-            t = _retyped(t, types)
-        triples.append(t)
-        kept.add(t.id)
     known = _known_types(view, types)
-    for tid, (a, b, row) in changed.items():
-        sources.pop(tid, None)
-        if row is None or a in gone or b in gone:
+    triples: dict[str, Triple] = {}
+    removed: list[str] = []
+    sources: dict[str, tuple[str, ...]] = {}
+    for (a, b), row in edges.items():
+        tid = triple_id(a, b)
+        if row is None or a == b or a in gone or b in gone:  # a self-loop is no triple (graph_view)
+            removed.append(tid)
             continue
-        triples.append(
-            relation_triple(a, b, row.get("keywords"), subject_type=known(a), object_type=known(b))
-        )
+        if view.has_triple(tid):
+            old = view.triple(tid)
+            a, b = old.subject, old.object  # keep the orientation the view has
+        triples[tid] = relation_triple(a, b, row.get("keywords"), subject_type=known(a), object_type=known(b))
         sources[tid] = split_sources(row.get("source_id"))
-    node_ids = [n for n in view.nodes if n not in gone]
-    node_ids.extend(n for n in nodes if n not in gone and not view.has_node(n))
-    return GraphView(triples, nodes=node_ids, sources=sources)
+    named = set(triples) | set(removed)
+    for node in types:
+        if view.has_node(node):
+            for t in view.incident_triples(node):
+                if t.id not in named and t.subject not in gone and t.object not in gone:
+                    retyped = _retyped(t, types)
+                    if retyped is not t:
+                        triples[t.id] = retyped
+    added = [n for n in nodes if n not in gone and not view.has_node(n)]
+    return view.with_changes(
+        triples.values(), removed=removed, nodes=added, removed_nodes=sorted(gone), sources=sources
+    )
 
 
 def _entity_type(row: Mapping[str, Any]) -> str | None:

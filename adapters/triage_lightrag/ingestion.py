@@ -8,7 +8,9 @@ the graph refresh they end in. Every ingestion route (``ainsert``/``insert``, th
 The view is kept fresh incrementally (:mod:`triage_lightrag.freshness`): a processed document's
 entities and relations are logged in the shared store *before* LightRAG writes its ``processed``
 status, and every query first applies what this process and the others changed, reading only those
-nodes and edges back from LightRAG's storage. Edits and deletions re-read the graph in full
+nodes and edges back from LightRAG's storage and updating the view and grounder in place of a rebuild
+(:func:`~triage_lightrag.freshness.updated_view`). The graph event carries that view: the metrics
+plugins read it, they hold no copy of their own. Edits and deletions re-read the graph in full
 (``PGTableGraphStorage``: streamed with COPY, :mod:`triage_lightrag.pg_graph`).
 """
 
@@ -24,9 +26,8 @@ from typing import Any
 from triage_lightrag.freshness import ChangeLog, GraphChange, change_of_documents, updated_view
 from triage_lightrag.pg_graph import is_table_storage, stream_graph
 from triage_lightrag.translate import FRAMEWORK, extraction_event, graph_view, stored_scores
+from triage_plugins import GraphEvent, GraphView
 from triage_plugins.adapter_kit.logprobs import lookup_logprobs
-from triage_plugins.contract.events import GraphEvent
-from triage_plugins.contract.graph_view import GraphView
 
 log = logging.getLogger("triage.lightrag")
 
@@ -225,7 +226,9 @@ class IngestionHooks:
         found_edges = await graph.get_edges_batch([{"src": a, "tgt": b} for a, b in pairs]) if pairs else {}
         nodes = {n: found_nodes.get(n) for n in names}
         edges = {p: found_edges.get(p) for p in pairs}
-        view, grounder = await asyncio.to_thread(_updated_view_and_grounder, self._view, nodes, edges)
+        view, grounder = await asyncio.to_thread(
+            _updated_view_and_grounder, self._view, self._grounder, nodes, edges
+        )
         self._use_view(view, grounder, None)
         log.debug("triage_lightrag: graph view updated from %d nodes, %d edges", len(names), len(pairs))
         if emit:
@@ -273,9 +276,11 @@ def _edge_rows(edges: Mapping[tuple[str, str], Mapping[str, Any] | None]) -> lis
 
 
 def _updated_view_and_grounder(
-    view: GraphView, nodes: Mapping[str, Any], edges: Mapping[tuple[str, str], Any]
+    view: GraphView, grounder: Any, nodes: Mapping[str, Any], edges: Mapping[tuple[str, str], Any]
 ) -> tuple[GraphView, Any]:
-    return _with_grounder(updated_view(view, nodes, edges))
+    """The view with the change applied, and its grounder updated from ``grounder``'s (both
+    incremental: :meth:`GraphView.with_changes`, :meth:`Grounder.updated`)."""
+    return _with_grounder(updated_view(view, nodes, edges), grounder)
 
 
 async def _read_graph(graph: Any) -> tuple[GraphView, dict[str, float]]:
@@ -290,11 +295,13 @@ async def _read_graph(graph: Any) -> tuple[GraphView, dict[str, float]]:
     return view, stored_scores(edges)
 
 
-def _with_grounder(view: GraphView) -> tuple[GraphView, Any]:
-    from triage_plugins.kg.grounding import shared_grounder
+def _with_grounder(view: GraphView, previous: Any = None) -> tuple[GraphView, Any]:
+    """``view`` and its shared grounder (the one the default plugins get for the graph event),
+    updated from ``previous`` (the grounder of the view it was made from) when it can be."""
+    from triage_plugins.adapter_kit import Grounder, shared_grounder
 
     try:
-        grounder = shared_grounder(view)
+        grounder = shared_grounder(view, previous=previous if isinstance(previous, Grounder) else None)
     except Exception as exc:  # noqa: BLE001 - without a grounder, mentions are LightRAG's keywords
         log.warning("triage_lightrag: no grounder for this graph (%s: %s)", type(exc).__name__, exc)
         grounder = None

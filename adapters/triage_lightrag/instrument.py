@@ -69,18 +69,15 @@ from triage_lightrag.translate import (
     retrieval_event,
     snapshot,
 )
+from triage_plugins import ConfigError, FeedbackEvent, GateDecision, GenerationEvent, TriageError
 from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
 from triage_plugins.adapter_kit.lru import LRU
-from triage_plugins.contract.errors import ConfigError, TriageError
-from triage_plugins.contract.events import FeedbackEvent, GateDecision, GenerationEvent
 
 if TYPE_CHECKING:
     import os
 
-    from triage_plugins.contract.config import TriageConfig
-    from triage_plugins.contract.graph_view import GraphView
-    from triage_plugins.runtime.manager import TriageManager
-    from triage_plugins.store.base import Store
+    from triage_plugins import GraphView, TriageConfig, TriageManager
+    from triage_plugins.adapter_kit import Store
 
 __all__ = [
     "FRAMEWORK",
@@ -195,7 +192,7 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
     @property
     def gate_mode(self) -> str:
         """``"off"`` (``config.gate`` false), ``"warn"`` (the default: record only) or ``"reroute"``."""
-        from triage_plugins.plugins.gate import DEFAULT_GATE_MODE
+        from triage_plugins.adapter_kit import DEFAULT_GATE_MODE
 
         config = self.manager.config
         if not getattr(config, "gate", True):
@@ -505,7 +502,7 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
     def _retrieval_event(self, state: _QueryState, mode: str, result: Any, seconds: float) -> Any:
         scored = state.entities_scored + state.relations_scored
         event = retrieval_event(state.query_id, state.query, mode, result, state.grounder, scored, seconds)
-        self._recent.put(state.query_id, tuple((t.id, t.subject, t.object) for t in event.subgraph.triples))
+        self._recent.put(state.query_id, tuple([(t.id, t.subject, t.object) for t in event.subgraph.triples]))
         return event
 
     def _emit_retrieval(
@@ -546,8 +543,8 @@ def workspace_config(config: TriageConfig | None, workspace: str) -> TriageConfi
     whose learner keeps the default scope (the store's unprefixed keys)."""
     if not workspace:
         return config
-    from triage_plugins.contract.config import TriageConfig
-    from triage_plugins.store.scoped import join_namespaces
+    from triage_plugins import TriageConfig
+    from triage_plugins.adapter_kit import join_namespaces
 
     base = config or TriageConfig()
     return dataclasses.replace(base, namespace=join_namespaces(base.namespace, workspace))

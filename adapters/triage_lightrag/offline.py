@@ -11,8 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from triage_lightrag.translate import COMPLETION_DELIMITER, TUPLE_DELIMITER
-from triage_plugins.offline.extractor import Record
-from triage_plugins.offline.llm import ScriptedLLM, entity_rows
+from triage_plugins.adapter_kit.offline import Record, ScriptedLLM, entity_rows
 
 __all__ = ["INPUT_MARKER", "format_lightrag", "scripted_extractor"]
 

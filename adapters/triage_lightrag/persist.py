@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from triage_lightrag.translate import SCORE_ATTRIBUTE
-from triage_plugins.contract.events import FeedbackEvent
+from triage_plugins import FeedbackEvent
 
 
 class ScorePersistence:

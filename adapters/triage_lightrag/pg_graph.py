@@ -13,6 +13,12 @@ pair) this module instead
   :class:`GraphView` (one :class:`Triple` per edge, node id strings shared);
 - counts nodes, edges and the nodes of degree ≤ 1 (DNR, TRIAGE eq. 21) in SQL, with no view at all.
 
+The graph metrics do not take DNR from those counts: a worker holds the view anyway (its grounder
+needs it), the graph event carries that very view to the metrics plugin (no copy of its own), and
+DNR over it is one vectorized pass (milliseconds at 1M edges) where the SQL takes seconds (4.8 s,
+``benchmarks/RESULTS.md``) and reads the tables at another moment than the view the event's other
+metrics see. :func:`graph_counts` is for a process that holds no view (a check or report).
+
 The view equals ``graph_view(get_all_nodes(), get_all_edges())`` (a test checks it). Private
 surface of ``lightrag-hku`` 1.5.7 used: the storage's ``db.pool`` (LightRAG's asyncpg pool),
 ``workspace`` / ``namespace`` and the two table layouts.
@@ -28,9 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triage_lightrag.translate import relation_triple, split_sources, stored_scores
-from triage_plugins.contract.events import Triple
-from triage_plugins.contract.graph_view import GraphView
-from triage_plugins.metrics.result import MetricResult, na, ok
+from triage_plugins import GraphView, MetricResult, Triple
+from triage_plugins.adapter_kit import na, ok
 
 __all__ = ["BATCH_BYTES", "GraphCounts", "StreamedGraph", "graph_counts", "is_table_storage", "stream_graph"]
 

@@ -71,7 +71,7 @@ import textwrap
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from triage_plugins.contract.errors import ConfigError, TriageError
+from triage_plugins import ConfigError, TriageError
 
 __all__ = [
     "Setting",
@@ -313,7 +313,7 @@ class ServerOptions:
 
     def config(self) -> Any:
         """The owned manager's :class:`~triage_plugins.contract.config.TriageConfig`."""
-        from triage_plugins.contract.config import TriageConfig
+        from triage_plugins import TriageConfig
 
         options = {} if self.gate == "off" else {"gate.mode": self.gate}
         return TriageConfig(reweight=self.reweight, unit=self.unit, gate=self.gate != "off", options=options)  # type: ignore[arg-type]

@@ -55,9 +55,9 @@ from triage_lightrag.feedback_guard import (
     release,
 )
 from triage_lightrag.heartbeat import killed_runs
+from triage_plugins import StoreError, TriageError
+from triage_plugins.adapter_kit import unscoped
 from triage_plugins.adapter_kit.lru import LRU
-from triage_plugins.contract.errors import StoreError, TriageError
-from triage_plugins.store.scoped import unscoped
 
 if TYPE_CHECKING:
     from triage_lightrag.server import TriageServerState
@@ -287,7 +287,7 @@ def feedback_from_store(inst: Any, body: FeedbackRequest, claims: Claims) -> dic
     :raises HTTPException: 404 when the store holds no retrieval for the id either; 503 when the
         store cannot be read.
     """
-    from triage_plugins.contract.events import FeedbackEvent
+    from triage_plugins import FeedbackEvent
 
     store = inst.manager.store
     try:

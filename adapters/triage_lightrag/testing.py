@@ -29,9 +29,7 @@ import numpy as np
 
 from triage_lightrag.offline import scripted_extractor
 from triage_plugins.adapter_kit.logprobs import LogprobText, capture_logprobs
-from triage_plugins.offline.context_reader import answer_from_context
-from triage_plugins.offline.embedder import HashingEmbedder
-from triage_plugins.offline.keywords import query_names
+from triage_plugins.adapter_kit.offline import HashingEmbedder, answer_from_context, query_names
 
 __all__ = [
     "ByteTokenizer",

@@ -17,23 +17,24 @@ import dataclasses
 import functools
 import math
 import re
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.adapter_kit.logprobs import span_logprobs
-from triage_plugins.contract.events import (
+from triage_plugins import (
     Chunk,
     ExtractedTriple,
     ExtractionEvent,
+    GraphView,
     RetrievalEvent,
     Subgraph,
     Triple,
 )
-from triage_plugins.contract.graph_view import GraphView, normalize_label
-from triage_plugins.kg.grounding import coalesce_mentions
+from triage_plugins.adapter_kit import coalesce_mentions, normalize_label
+from triage_plugins.adapter_kit.logprobs import span_logprobs
 
 if TYPE_CHECKING:
-    from triage_plugins.kg.grounding import Grounder
+    from triage_plugins.adapter_kit import Grounder
 
 __all__ = [
     "DEFAULT_PREDICATE",
@@ -246,16 +247,37 @@ def stored_scores(edges: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 # --------------------------------------------------------------------------- retrieval
 
 
+#: (src, tgt, keywords) of a retrieved relation -> its triple (``None``: not a relation), for
+#: string fields: every query over one graph reads the same relations again.
+_RETRIEVED: dict[tuple[str, str, str | None], Triple | None] = {}
+_RETRIEVED_MAX = 65536
+#: chunk id -> the chunk last retrieved under it (used while its file path and text are the same)
+_CHUNKS: dict[str, Chunk] = {}
+
+
+def _retrieved_triple(src: Any, tgt: Any, keywords: Any) -> Triple | None:
+    """The triple of one payload relation, ``None`` for a self-loop or a missing end; remembered
+    when its fields are strings (a lookup with other types then never matches: ``1 != "1"``)."""
+    t = None if not src or not tgt or src == tgt else relation_triple(str(src), str(tgt), keywords)
+    if type(src) is str and type(tgt) is str and (keywords is None or type(keywords) is str):
+        if len(_RETRIEVED) >= _RETRIEVED_MAX:
+            _RETRIEVED.clear()
+        _RETRIEVED[(src, tgt, keywords)] = t
+    return t
+
+
 def retrieved_subgraph(data: Mapping[str, Any]) -> Subgraph:
     """K_S: the ``relationships`` of an ``aquery_data`` payload as triples, ``entities`` as V_S."""
     triples: list[Triple] = []
     seen: set[str] = set()
+    memo = _RETRIEVED
     for r in data.get("relationships") or ():
-        src, tgt = r.get("src_id"), r.get("tgt_id")
-        if not src or not tgt or src == tgt:
-            continue
-        t = relation_triple(str(src), str(tgt), r.get("keywords"))
-        if t.id not in seen:
+        key = (r.get("src_id"), r.get("tgt_id"), r.get("keywords"))
+        try:
+            t = memo[key]  # type: ignore[index]
+        except (KeyError, TypeError):  # not seen, or an unhashable field
+            t = _retrieved_triple(*key)
+        if t is not None and t.id not in seen:
             seen.add(t.id)
             triples.append(t)
     nodes = tuple(
@@ -272,12 +294,22 @@ def retrieved_chunks(data: Mapping[str, Any]) -> tuple[Chunk, ...]:
     """
     out: list[Chunk] = []
     seen: set[str] = set()
+    memo = _CHUNKS
     for c in data.get("chunks") or ():
         cid = c.get("chunk_id")
         if not cid or cid in seen:
             continue
         seen.add(cid)
-        out.append(_chunk(str(cid), str(c.get("file_path") or "unknown_source"), str(c.get("content") or "")))
+        doc, text = c.get("file_path") or "unknown_source", c.get("content") or ""
+        chunk = memo.get(cid)
+        # compared, not hashed: a chunk's text is long, and usually the very object read last time
+        if chunk is None or chunk.text != text or chunk.doc_id != doc:
+            chunk = _chunk(str(cid), str(doc), str(text))
+            if type(cid) is str:
+                if len(memo) >= _RETRIEVED_MAX:
+                    memo.clear()
+                memo[cid] = chunk
+        out.append(chunk)
     return tuple(out)
 
 
@@ -301,18 +333,51 @@ def query_mentions(
     keywords that name a node (themes that name none are not entity mentions), coalesced by the
     grounder's rule (TRIAGE §4.3.1). A keyword without letters or digits names nothing."""
     found: list[tuple[str, str | None]] = []
-    if grounder is not None:
-        grounded = grounder.ground(query)
+    if grounder is None:
+        found.extend((kw.strip(), None) for kw in low if isinstance(kw, str) and normalize_label(kw))
+    else:
+        memo = _memo(grounder)
+        grounded = _memoized(memo, "ground", query, grounder.ground)
         found.extend((m, grounded.grounding[m]) for m in grounded.mentions)
-    for kw in low:
-        if isinstance(kw, str) and normalize_label(kw):
-            found.append((kw.strip(), grounder.link(kw) if grounder is not None else None))
-    if grounder is not None:
+        for kw in low:
+            if isinstance(kw, str) and normalize_label(kw):
+                found.append((kw.strip(), _memoized(memo, "link", kw, grounder.link)))
         for kw in high:
-            if isinstance(kw, str) and (node := grounder.link(kw)) is not None:
+            if isinstance(kw, str) and (node := _memoized(memo, "link", kw, grounder.link)) is not None:
                 found.append((kw.strip(), node))
     coalesced = coalesce_mentions(found)
     return list(coalesced.mentions), dict(coalesced.grounding)
+
+
+#: grounder -> {(what, text): its grounding or linked node}: a grounder is one graph version's,
+#: immutable, so queries over it that repeat a question or a keyword reuse the answer.
+_MEMOS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], Any]] = weakref.WeakKeyDictionary()
+_MEMO_MAX = 4096
+
+
+def _memo(grounder: Any) -> dict[tuple[str, str], Any]:
+    """The memo of one grounder (made on first use; a fresh one, kept nowhere, for a grounder that
+    takes no weak reference)."""
+    try:
+        memo = _MEMOS.get(grounder)
+        if memo is None:
+            memo = _MEMOS.setdefault(grounder, {})
+    except TypeError:
+        return {}
+    return memo
+
+
+def _memoized(memo: dict[tuple[str, str], Any], what: str, text: str, fn: Callable[[str], Any]) -> Any:
+    """``fn(text)``, remembered in ``memo`` (emptied when full)."""
+    key = (what, text)
+    hit = memo.get(key, memo)
+    if hit is not memo:
+        return hit
+    value = fn(text)
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 def retrieval_event(

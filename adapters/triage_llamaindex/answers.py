@@ -21,12 +21,12 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from triage_plugins.contract.events import FeedbackEvent, GenerationEvent
+from triage_plugins import FeedbackEvent, GenerationEvent
 
 if TYPE_CHECKING:
     from triage_llamaindex.translate import KnownGraph
+    from triage_plugins import TriageManager
     from triage_plugins.adapter_kit.lru import LRU
-    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["AnswersMixin"]
 

@@ -74,12 +74,9 @@ from triage_llamaindex.translate import (
     triple_logprobs,
     triple_of,
 )
-from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
-from triage_plugins.adapter_kit.lru import LRU
-from triage_plugins.adapter_kit.query_ids import current_query_id
-from triage_plugins.contract.errors import ConfigError
-from triage_plugins.contract.events import (
+from triage_plugins import (
     Chunk,
+    ConfigError,
     ExtractedTriple,
     ExtractionEvent,
     GateDecision,
@@ -88,6 +85,9 @@ from triage_plugins.contract.events import (
     Subgraph,
     Triple,
 )
+from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
+from triage_plugins.adapter_kit.lru import LRU
+from triage_plugins.adapter_kit.query_ids import current_query_id
 
 __all__ = ["FRAMEWORK", "LlamaIndexInstrumentor", "active_instrumentation", "instrument"]
 
@@ -290,7 +290,7 @@ class LlamaIndexInstrumentor(AnswersMixin, Instrumentor):
         if known is None or not text:
             return (), {}
         if known.grounder is None:
-            from triage_plugins.kg.grounding import shared_grounder
+            from triage_plugins.adapter_kit import shared_grounder
 
             known.grounder = shared_grounder(known.view)
         result = known.grounder.ground_answer(text) if answer else known.grounder.ground(text)

@@ -31,12 +31,16 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field, PrivateAttr
 
-from triage_plugins.contract.graph_view import normalize_label
-from triage_plugins.offline.context_reader import NOTHING_FOUND, answer_from_context
-from triage_plugins.offline.embedder import HashingEmbedder
-from triage_plugins.offline.extractor import Record, extract_records
-from triage_plugins.offline.keywords import query_names
-from triage_plugins.offline.llm import find_chunk_text
+from triage_plugins.adapter_kit import normalize_label
+from triage_plugins.adapter_kit.offline import (
+    NOTHING_FOUND,
+    HashingEmbedder,
+    Record,
+    answer_from_context,
+    extract_records,
+    find_chunk_text,
+    query_names,
+)
 
 __all__ = ["INPUT_MARKER", "OfflineEmbedding", "OfflineLLM", "format_llamaindex", "token_logprob", "tokens"]
 

@@ -50,7 +50,7 @@ from triage_plugins.adapter_kit.ordering import ask_priorities, host_order
 from triage_plugins.adapter_kit.query_ids import current_query_id
 
 if TYPE_CHECKING:
-    from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins import TriageManager
 
 __all__ = [
     "TriageLLMSynonymRetriever",
@@ -76,7 +76,7 @@ def _resolve_manager(manager: TriageManager | None) -> TriageManager:
     active = active_instrumentation()
     if active is not None:
         return active.manager
-    from triage_plugins.runtime.manager import default_manager
+    from triage_plugins.adapter_kit import default_manager
 
     return default_manager()
 

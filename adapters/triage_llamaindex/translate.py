@@ -30,9 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from triage_plugins import Chunk, GraphView, Triple
 from triage_plugins.adapter_kit.logprobs import span_logprobs
-from triage_plugins.contract.events import Chunk, Triple
-from triage_plugins.contract.graph_view import GraphView
 
 __all__ = [
     "KnownGraph",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 
-from triage_plugins import hookimpl, hookspecs
+from triage_plugins import hookimpl
+from triage_plugins.contract import hookspecs
 from triage_plugins.contract.events import (
     Chunk,
     ExtractionEvent,

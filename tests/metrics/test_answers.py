@@ -16,7 +16,7 @@ from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.kg.citations import citation_spans, strip_citations
 from triage_plugins.kg.grounding import Grounder
 from triage_plugins.metrics.answers import AnswerRule, gold_hit, normalize_answer
-from triage_plugins.metrics.usage import usage_metrics
+from triage_plugins.metrics.per_query import usage_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

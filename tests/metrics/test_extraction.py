@@ -15,6 +15,7 @@ from triage_plugins.contract.events import Chunk, ExtractedTriple, ExtractionEve
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.metrics import extraction as X
+from triage_plugins.metrics.registry import BUILTIN_METRICS
 
 # --------------------------------------------------------------------------- helpers
 
@@ -427,10 +428,13 @@ def test_implementation_metrics_with_gold_embedder_and_nli():
 
 
 def test_registry_maps_symbols_to_functions():
-    assert X.METRICS["TCS"] is X.triple_confidence_score
-    assert X.METRICS["CSR_link"] is X.canonicalization_success_rate
+    extraction = {
+        s.symbol: s.function for s in BUILTIN_METRICS.select(phase="implementation", stage="extraction")
+    }
+    assert extraction["TCS"] is X.triple_confidence_score
+    assert extraction["CSR_link"] is X.canonicalization_success_rate
     assert {"SCR", "EC", "CSC", "SC", "CVR", "EAR", "TRIAGE-TI", "Soft-F1", "EntRatio", "TFI", "cos"} <= set(
-        X.METRICS
+        extraction
     )
 
 

@@ -21,7 +21,8 @@ from triage_plugins.contract.events import (
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.metrics import extraction as X
 from triage_plugins.metrics import validation as V
-from triage_plugins.metrics.usage import hop_depth, rhd_distribution, usage_metrics
+from triage_plugins.metrics.per_query import usage_metrics
+from triage_plugins.metrics.usage import hop_depth, rhd_distribution
 
 
 def _retrieval(triples, grounding, *, gold=None) -> RetrievalEvent:

@@ -23,7 +23,7 @@ from triage_plugins.apps import compare
 from triage_plugins.apps.compare import CompareResult, aggregate_events
 from triage_plugins.apps.score import CHAIN_COLUMNS, render_score_report, score_events
 from triage_plugins.cli import app
-from triage_plugins.contract.config import DEFAULT_THRESHOLDS, TriageConfig
+from triage_plugins.contract.config import CHAIN_THRESHOLDS, TriageConfig
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import (
     Chunk,
@@ -38,19 +38,19 @@ from triage_plugins.contract.events import (
 )
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.diagnosis.chain import CHAIN
-from triage_plugins.metrics import extraction, usage, validation
+from triage_plugins.metrics import extraction, validation
+from triage_plugins.metrics.per_query import usage_metrics
 from triage_plugins.metrics.registry import (
     BUILTIN_METRICS,
     LinkSpec,
     MetricRegistry,
     MetricSpec,
-    metric_registry,
 )
 from triage_plugins.metrics.result import MetricResult, na, ok
-from triage_plugins.metrics.usage import usage_metrics
 from triage_plugins.report import build_store_report, compare_html, render_compare, store_html
 from triage_plugins.report.data import SUMMARY_METRICS
 from triage_plugins.runtime.manager import TriageManager
+from triage_plugins.runtime.registrations import metric_registry
 
 # --------------------------------------------------------------------------- the toy metric: one function ...
 
@@ -288,12 +288,10 @@ def test_every_consumer_shows_the_registry() -> None:
     per_query = [s.symbol for s in registry.per_query]
     event, answer = _events()[2:4]
     assert list(usage_metrics(event, answer)) == per_query
-    assert list(usage.METRICS) == per_query
-    assert tuple(s for s in per_query if not registry[s].needs_gold) == usage.GOLD_FREE
-    assert set(usage.POPULATION_METRICS) == {"RFR", "HHR"}
+    assert registry.symbols(phase="usage", stage="population") == ("RFR", "HHR")
     assert [link.metric for link in CHAIN] == [s.symbol for s in registry.chain] == list(CHAIN_COLUMNS)
-    assert DEFAULT_THRESHOLDS == TriageConfig().thresholds == registry.thresholds()
-    assert DEFAULT_THRESHOLDS == {"QGR": 0.5, "ERC": 0.67, "RRS": 0.5, "ARF": 0.5, "AGR": 0.5}
+    assert dict(CHAIN_THRESHOLDS) == TriageConfig().thresholds == registry.thresholds()
+    assert dict(CHAIN_THRESHOLDS) == {"QGR": 0.5, "ERC": 0.67, "RRS": 0.5, "ARF": 0.5, "AGR": 0.5}
     assert registry.columns("implementation") == compare.IMPLEMENTATION_METRICS
     assert registry.columns("validation") == compare.VALIDATION_METRICS
     assert (
@@ -303,8 +301,8 @@ def test_every_consumer_shows_the_registry() -> None:
     )
     assert compare.GOLD_METRICS == registry.columns("gold") == ("CC", "Hits@1", "F1")
     assert (*compare.USAGE_METRICS, *compare.GOLD_METRICS) == SUMMARY_METRICS
-    assert extraction.METRICS["TCS"] is extraction.triple_confidence_score
-    assert set(validation.METRICS) == set(registry.symbols(phase="validation"))
+    assert registry["TCS"].function is extraction.triple_confidence_score
+    assert set(validation.validation_metrics(GRAPH)) == set(registry.symbols(phase="validation"))
 
 
 def test_every_metric_a_phase_computes_is_registered() -> None:

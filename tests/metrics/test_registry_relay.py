@@ -6,9 +6,10 @@ import pytest
 
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.hookspecs import hookimpl
-from triage_plugins.metrics.registry import MetricSpec, metric_registry
+from triage_plugins.metrics.registry import MetricSpec
 from triage_plugins.metrics.result import MetricResult, ok
 from triage_plugins.runtime.manager import TriageManager
+from triage_plugins.runtime.registrations import metric_registry
 
 
 def _one(retrieval, generation=None, *, grounder=None, closed_book=None) -> MetricResult:

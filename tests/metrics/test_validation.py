@@ -14,6 +14,7 @@ from triage_plugins.contract.events import Triple
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.ontology import Ontology, PredicateSpec
 from triage_plugins.metrics import validation as V
+from triage_plugins.metrics.registry import BUILTIN_METRICS
 
 FILMS = Ontology(
     classes=("Person", "Director", "Film", "Place"),
@@ -307,7 +308,7 @@ def test_validation_metrics_keys_and_registry():
     out = V.validation_metrics(GraphView([T("a", "p", "b")]))
     assert set(out) == {"LC", "OC", "DNR", "SRR", "COR", "CMP"}
     assert out["LC"].value is None and out["COR"].value is None and out["DNR"].value == 1.0
-    assert V.METRICS["DNR"] is V.dead_node_ratio
+    assert BUILTIN_METRICS["DNR"].function is V.dead_node_ratio
 
 
 # --------------------------------------------------------------------------- ratios stay in [0, 1]

@@ -12,9 +12,11 @@ Decisions:
   (synchronous delivery, no entry-point plugins, so runs are deterministic), its own store run (kind
   ``"compare"``), and a score namespace ``"<framework>/<mode>@<run id>:<unit>"`` in the shared store,
   so the EvoRAG contribution scores learned in one mode (or an earlier compare) never leak into another.
-* **Runners** are the built-in :class:`ReferenceRunner`, those added with :func:`register_runner`, and
-  those the ``triage`` entry-point plugins register through the hook ``triage_register_runners``
-  (:func:`runner_registry`); the core never imports an adapter. The runner SDK (:class:`Corpus`,
+* **Runners** are those plugins register through the hook ``triage_register_runners``, called through
+  the manager's pluggy relay (:func:`runner_registry`): the reference runner
+  (:class:`~triage_plugins.reference.runner.ReferenceRunner`, registered by the default plugin
+  ``triage.reference``), those added with :func:`register_runner`, and the ``triage`` entry-point
+  plugins' (each adapter's); the core never imports an adapter. The runner SDK (:class:`Corpus`,
   :class:`Question`, :func:`query_id`, :func:`~triage_plugins.adapter_kit.runner.run_rounds`, the gold-hit
   rule) is :mod:`triage_plugins.adapter_kit.runner`. An unknown framework name is a
   :class:`~triage_plugins.ConfigError` naming the close matches.
@@ -48,14 +50,11 @@ from triage_plugins.adapter_kit.runner import (
     FrameworkRunner,
     Progress,
     Question,
-    RunJob,
-    Runner,
     Setup,
     missing_package,
     no_progress,
     parse_query_id,
     query_id,
-    run_rounds,
     setup_of,
 )
 from triage_plugins.contract.errors import ConfigError, DatasetError
@@ -73,12 +72,13 @@ from triage_plugins.contract.records import GraphRecord
 from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
+from triage_plugins.reference.runner import ReferenceRunner
 from triage_plugins.store.scoped import SCORE_UNITS_PARAM
 
 if TYPE_CHECKING:
     from triage_plugins.apps.score import ScoreReport
     from triage_plugins.kg.ontology import Ontology
-    from triage_plugins.runtime.manager import TriageManager
+    from triage_plugins.runtime.manager import Registration, TriageManager
     from triage_plugins.store import Store
 
 __all__ = [
@@ -197,9 +197,13 @@ def load_question_file(path: str | Path) -> tuple[Question, ...]:
 # --------------------------------------------------------------------------- the runner registry
 
 
+REFERENCE_PLUGIN = "triage.reference"
+"""The default plugin that registers the reference runner."""
+
 RUNNERS: dict[str, FrameworkRunner] = {}
-"""Runners registered in this process: the reference runner and those added with :func:`register_runner`.
-Adapters register theirs through the hook ``triage_register_runners`` instead (:func:`runner_registry`)."""
+"""Runners added in this process with :func:`register_runner` (a script's or a test's own). The reference
+runner and the adapters' runners are registered by plugins through the hook ``triage_register_runners``
+(:func:`runner_registry`)."""
 
 
 def register_runner(runner: FrameworkRunner, *, replace: bool = False) -> None:
@@ -222,8 +226,9 @@ def _check_runner(runner: object) -> None:
 
 @dataclass
 class RunnerRegistry:
-    """The runners ``triage compare`` can select, in order (:data:`RUNNERS` first, then each plugin's),
-    and what went wrong while collecting them (a plugin that failed to load or to register)."""
+    """The runners ``triage compare`` can select, in order (the reference runner, :data:`RUNNERS`, then
+    each plugin's), and what went wrong while collecting them (a plugin that failed to load or to
+    register)."""
 
     runners: dict[str, FrameworkRunner]
     errors: list[str] = field(default_factory=list)
@@ -250,103 +255,52 @@ class RunnerRegistry:
         return message
 
 
-def _plugin_objects() -> tuple[list[tuple[str, object]], list[str]]:
-    """The ``triage`` entry-point plugins that implement ``triage_register_runners``, loaded as the
-    manager loads them (``TRIAGE_DISABLE_PLUGINS`` honoured), and the load errors."""
-    from triage_plugins.runtime.manager import TriageManager
-
-    with TriageManager(defaults=False, synchronous=True) as manager:
-        plugins = manager.implementers("triage_register_runners")
-        errors = [f"plugin {e.name!r} failed to load: {e.error}" for e in manager.load_errors]
-    return plugins, errors
-
-
 def runner_registry(plugins: Iterable[object] | None = None) -> RunnerRegistry:
-    """:data:`RUNNERS` plus the runners each plugin registers through ``triage_register_runners``.
+    """The runners plugins register through ``triage_register_runners``, each plugin's hook called
+    through the manager's pluggy relay: the default plugin ``triage.reference``'s first (the
+    reference runner), then :data:`RUNNERS`, then each other plugin's.
 
     :param plugins: read these plugin objects instead of the ``triage`` entry-point plugins.
 
-    A plugin whose hook raises, or registers a non-runner or a taken name, is skipped and said in
-    :attr:`RunnerRegistry.errors` (the other frameworks still run).
+    A plugin whose hook raises, or that registers a non-runner or a taken name, is said in
+    :attr:`RunnerRegistry.errors`; what it registered before stands, and the other frameworks still run.
     """
-    if plugins is None:
-        named, errors = _plugin_objects()
-    else:
-        named, errors = [(getattr(p, "__name__", None) or type(p).__name__, p) for p in plugins], []
-    registry = RunnerRegistry(dict(RUNNERS), errors)
-    for name, plugin in named:
-        hook = getattr(plugin, "triage_register_runners", None)
-        if hook is None:
-            continue
+    from triage_plugins.runtime.manager import TriageManager
 
-        def register(runner: FrameworkRunner) -> None:
-            _check_runner(runner)
-            if runner.name in registry.runners:
-                raise ConfigError(f"a runner named {runner.name!r} is already registered")
-            registry.runners[runner.name] = runner
-
-        try:
-            hook(register=register)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, not fatal
-            errors.append(f"plugin {name!r}: triage_register_runners raised {type(exc).__name__}: {exc}")
+    with TriageManager(
+        defaults=(REFERENCE_PLUGIN,), entry_points=plugins is None, synchronous=True
+    ) as manager:
+        for plugin in plugins or ():
+            manager.register(plugin)
+        errors = [f"plugin {e.name!r} failed to load: {e.error}" for e in manager.load_errors]
+        registrations = manager.registrations("triage_register_runners")
+    registry = RunnerRegistry({}, errors)
+    for done in (r for r in registrations if r.source == "default"):
+        _add_runners(registry, done)
+    registry.runners.update(RUNNERS)
+    for done in (r for r in registrations if r.source != "default"):
+        _add_runners(registry, done)
     return registry
 
 
-# --------------------------------------------------------------------------- the reference runner
-
-
-class ReferenceRunner(Runner):
-    """The built-in networkx pipeline (:class:`~triage_plugins.reference.pipeline.ReferencePipeline`).
-
-    Modes are the reference retrievers of TRIAGE §5.1. The corpus is extracted ``extraction_runs``
-    times (default 2, so EC is defined; the offline extractor is deterministic, so EC = 1 there) and
-    the graph assembled from the first run.
-    """
-
-    name = "reference"
-    framework = "reference"
-
-    def __init__(self, *, extraction_runs: int = 2) -> None:
-        from triage_plugins.reference.retrievers import RETRIEVERS
-
-        self.modes: tuple[str, ...] = tuple(RETRIEVERS)  # type: ignore[misc]
-        self.extraction_runs = extraction_runs
-
-    def _run(self, job: RunJob) -> None:
-        from triage_plugins.reference.pipeline import ReferencePipeline
-
-        corpus, mode, manager, progress = job.corpus, job.mode, job.manager, job.progress
-        if mode not in self.modes:
-            raise ConfigError(f"reference: unknown mode {mode!r}; choose from {', '.join(self.modes)}")
-        extract = corpus.extract
-        if extract is None:
-            from triage_plugins.offline.extractor import extract_chunk as extract
-        pipeline = ReferencePipeline(manager, retriever=mode)
-        for run in range(2, self.extraction_runs + 1):
-            tick = progress(f"reference/{mode}: extraction run {run}", len(corpus.chunks))
-            for chunk in corpus.chunks:
-                ets = tuple(extract(chunk))
-                manager.emit_extraction(
-                    ExtractionEvent(self.framework, f"run-{run}", chunk, ets, "offline", 0.0)
-                )
-                tick()
-        tick = progress(f"reference/{mode}: extraction run 1 + graph", len(corpus.chunks))
-        pipeline.index_chunks(
-            corpus.chunks, extract, run_id="run-1", ontology=corpus.ontology, progress=lambda n: tick()
+def _add_runners(registry: RunnerRegistry, done: Registration) -> None:
+    """Add one plugin's runners in the order it registered them, up to the first bad one."""
+    for runner in done.items:
+        try:
+            _check_runner(runner)
+            if runner.name in registry.runners:
+                raise ConfigError(f"a runner named {runner.name!r} is already registered")
+        except ConfigError as exc:
+            registry.errors.append(
+                f"plugin {done.plugin!r}: triage_register_runners raised ConfigError: {exc}"
+            )
+            return
+        registry.runners[runner.name] = runner
+    error = done.error
+    if error is not None:
+        registry.errors.append(
+            f"plugin {done.plugin!r}: triage_register_runners raised {type(error).__name__}: {error}"
         )
-        run_rounds(
-            self.name,
-            mode,
-            job.questions,
-            lambda q, qid: pipeline.ask(q.text, query_id=qid, gold=q.gold).text,
-            lambda qid, score: pipeline.feedback(qid, score, source="gold"),
-            manager.flush,
-            feedback_rounds=job.feedback_rounds,
-            progress=progress,
-        )
-
-
-register_runner(ReferenceRunner())
 
 
 # --------------------------------------------------------------------------- results
@@ -1101,7 +1055,7 @@ def _row_manager(
     runner: FrameworkRunner, mode: str, plan: _Plan
 ) -> tuple[TriageManager, _RowCollector, str, str]:
     """A fresh synchronous manager for one row, its event collector, store run id and score namespace."""
-    from triage_plugins.contract.config import DEFAULT_THRESHOLDS, TriageConfig
+    from triage_plugins.contract.config import CHAIN_THRESHOLDS, TriageConfig
     from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store.scoped import ScopedStore
 
@@ -1112,7 +1066,7 @@ def _row_manager(
     # Scores are namespaced per run as well, so a second compare on the same store starts from 100 again.
     namespace = f"{runner.name}/{mode}@{run_id}"
     config = TriageConfig(
-        thresholds={**DEFAULT_THRESHOLDS, **(plan.thresholds or {})}, reweight=plan.feedback_rounds > 0
+        thresholds={**CHAIN_THRESHOLDS, **(plan.thresholds or {})}, reweight=plan.feedback_rounds > 0
     )
     manager = TriageManager(
         ScopedStore(plan.store, namespace), config=config, entry_points=False, synchronous=True

@@ -7,7 +7,9 @@ chain → gold-answer feedback rounds with EvoRAG reweighting (``krag``) → acc
 Feedback is learned on half of the questions (the *training* half, even positions) and accuracy is
 measured on the other half, so the gain is not the learner memorizing the questions it is scored on.
 Everything is measured by the default plugins from the events the pipeline emits — the demo only
-reads what they recorded.
+reads what they recorded: each query's final record from the scorer (a
+:class:`~triage_plugins.contract.records.RecordCollector`, as ``triage probe`` and ``triage compare``
+read them), the phases from the stored extraction and graph events.
 """
 
 from __future__ import annotations
@@ -134,9 +136,10 @@ def run_demo(
     :param store: store file for the trace and scores (``None``: in memory).
     :param progress: ``progress(label, total)`` returns a ``tick()`` callable (the CLI passes rich bars).
     """
-    from triage_plugins.apps.score import score_events
+    from triage_plugins.apps.score import score_records
     from triage_plugins.offline.extractor import extract_chunk
     from triage_plugins.offline.world import generate_world
+    from triage_plugins.plugins.usage import collect_records
     from triage_plugins.reference.pipeline import ReferencePipeline
     from triage_plugins.runtime.manager import TriageManager
 
@@ -149,6 +152,7 @@ def run_demo(
     manager = TriageManager(store if store is not None else ":memory:", config=config, entry_points=False)
     try:
         static_run = manager.start_run("demo-static", {"seed": seed, "retrievers": list(retrievers)})
+        collected = collect_records(manager, "triage.demo")  # the static run's records, scored once
         pipeline = ReferencePipeline(manager)
         tick = bar("extracting chunks", len(chunks))
         pipeline.index_chunks(chunks, extract_chunk, ontology=world.ontology(), progress=lambda n: tick())
@@ -161,7 +165,9 @@ def run_demo(
             pipeline.ask(q.text, retriever="extracted-entity", gold=Gold(q.gold_answers, (), q.entities))
             tick()
         manager.flush()
-        usage = score_events(manager.store.events(run_id=static_run), ontology=world.ontology())  # type: ignore[union-attr]
+        manager.unregister(collected)
+        events = manager.store.events(run_id=static_run)  # type: ignore[union-attr]
+        usage = score_records(events, collected.finals(), ontology=world.ontology())
         implementation, validation = _phase_metrics(usage, notes)
 
         rounds: list[dict[str, Any]] = []

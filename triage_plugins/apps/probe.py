@@ -28,14 +28,12 @@ from triage_plugins.contract.config import TriageConfig
 from triage_plugins.contract.errors import ConfigError, TriageError
 from triage_plugins.contract.events import Gold
 from triage_plugins.contract.graph_view import GraphView
-from triage_plugins.contract.hookspecs import hookimpl
+from triage_plugins.contract.records import RecordCollector
 from triage_plugins.diagnosis.calibration import clustered_bca_interval, youden_threshold
 from triage_plugins.reference.probe_builder import PAPER_TABLE5, PAPER_THETA_ERC, ProbeQuestion, build_probe
 
 if TYPE_CHECKING:
-    from triage_plugins.contract.records import QueryRecord
     from triage_plugins.metrics.result import MetricResult
-    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = ["PROBE_RETRIEVERS", "Observation", "ProbeResult", "Stratum", "run_probe", "strata"]
 
@@ -48,38 +46,18 @@ PROBE_RETRIEVERS: tuple[str, ...] = (
 )
 
 
-class _Scored:
-    """Keeps the scorer's latest record of each query (``triage_query_scored``): the probe reads its
-    predictors and outcomes from the one scorer of its own manager instead of computing them again."""
-
-    def __init__(self) -> None:
-        self._latest: dict[tuple[str, str], QueryRecord] = {}
-
-    @hookimpl
-    def triage_query_scored(self, record: QueryRecord) -> None:
-        self._latest[(record.framework, record.query_id)] = record
-
-    def metrics(self, framework: str, query_id: str) -> Mapping[str, MetricResult]:
-        """The query's metrics as last scored, forgotten once read (each query is read once)."""
-        record = self._latest.pop((framework, query_id), None)
-        if record is None:
-            raise TriageError(
-                f"no scorer record for {framework} query {query_id!r}: is a probe plugin "
-                "(triage.probe.scorer, triage.probe.records) blocked by TRIAGE_DISABLE_PLUGINS?"
-            )
-        return record.metrics
-
-
-def _collect_records(manager: TriageManager) -> _Scored:
-    """Register the record collector on ``manager``, and a scorer when it has none (no store, so no
-    default plugins, or ``triage.usage`` blocked)."""
-    from triage_plugins.plugins.usage import UsageRecorder
-
-    if manager.scorer is None:
-        manager.register(UsageRecorder(manager), "triage.probe.scorer")
-    scored = _Scored()
-    manager.register(scored, "triage.probe.records")
-    return scored
+def _metrics(collector: RecordCollector, framework: str, query_id: str) -> Mapping[str, MetricResult]:
+    """The metrics of the query just answered, from its last record (the manager is synchronous: the
+    records of one query are collected by the time its answer returns)."""
+    record = next(
+        (r for r in reversed(collector.take()) if r.framework == framework and r.query_id == query_id), None
+    )
+    if record is None:
+        raise TriageError(
+            f"no scorer record for {framework} query {query_id!r}: is a probe plugin "
+            "(triage.probe.scorer, triage.probe.records) blocked by TRIAGE_DISABLE_PLUGINS?"
+        )
+    return record.metrics
 
 
 @dataclass(frozen=True)
@@ -194,6 +172,7 @@ def run_probe(
     **pipeline_options: Any,
 ) -> ProbeResult:
     """Build the probe over ``graph`` and run it through ``retrievers`` (module docstring)."""
+    from triage_plugins.plugins.usage import collect_records
     from triage_plugins.reference.pipeline import ReferencePipeline
     from triage_plugins.runtime.manager import TriageManager
 
@@ -222,14 +201,14 @@ def run_probe(
     )
     observations: list[Observation] = []
     try:
-        scored = _collect_records(manager)
+        scored = collect_records(manager, "triage.probe")
         pipeline = ReferencePipeline(manager, graph, **pipeline_options)
         tick = bar("probe questions × retrievers", len(questions) * len(retrievers))
         for q in questions:
             gold = Gold(q.gold_answers, (), q.entities) if q.gold_answers else Gold((), (), q.entities)
             for name in retrievers:
                 answer = pipeline.ask(q.text, query_id=f"{q.id}:{name}", retriever=name, gold=gold)
-                metrics = scored.metrics(answer.retrieval.framework, answer.query_id)
+                metrics = _metrics(scored, answer.retrieval.framework, answer.query_id)
                 observations.append(
                     Observation(
                         question_id=q.id,

@@ -29,7 +29,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.config import CHAIN_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError, EventError, TriageError
 from triage_plugins.contract.events import (
     Event,
@@ -50,7 +50,7 @@ from triage_plugins.contract.events import (
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.contract.records import QueryRecord
 from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES, Diagnosis
-from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry
 from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.metrics.usage import (
     aggregate_usage,
@@ -79,6 +79,7 @@ __all__ = [
     "render_score_report",
     "report_json",
     "score_events",
+    "score_records",
 ]
 
 log = logging.getLogger("triage.scoring")
@@ -91,7 +92,11 @@ def result_dict(result: MetricResult) -> dict[str, Any]:
         "value": result.value,
         "reason": result.reason,
         "n": result.n,
-        "details": {k: _json_safe(v) for k, v in result.details.items()},
+        # _json_safe inlined for the finite values (most): one call per value was ~5 % of `triage score`
+        "details": {
+            k: v if not isinstance(v, float) or math.isfinite(v) else _json_safe(v)
+            for k, v in result.details.items()
+        },
     }
 
 
@@ -386,7 +391,7 @@ def _hard_hits(
 ) -> tuple[float | None, float | None]:
     """(Hits@Any, Hits@Hard) of one query for HHR; ``(None, None)`` when it has no hard answers."""
     gold = retrieval.gold
-    hits = metrics["Hits@1"].value
+    hits = metrics["Hits@1"].value if "Hits@1" in metrics else None  # a live record of a query without gold
     if graph is None or gold is None or not gold.entities or answer is None or hits is None:
         return None, None
     hard = hard_gold_answers(gold, graph)
@@ -397,13 +402,11 @@ def _hard_hits(
 
 @dataclass
 class Trace:
-    """A trace's events sorted by kind: what :func:`score_events` scores."""
+    """What a trace holds besides its queries (those go to the replay's scorer): the extraction
+    events, the last graph event, counts by kind and notes."""
 
     extractions: list[ExtractionEvent] = field(default_factory=list)
     graph_event: GraphEvent | None = None
-    retrievals: dict[tuple[str, str], RetrievalEvent] = field(default_factory=dict)
-    answers: dict[tuple[str, str], GenerationEvent] = field(default_factory=dict)
-    closed: dict[tuple[str, str], GenerationEvent] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
 
@@ -416,8 +419,10 @@ class Trace:
         return self.graph_event.aliases if self.graph_event is not None else {}
 
 
-def read_trace(events: Iterable[Event]) -> Trace:
-    """Sort events by kind; retrievals and generations are keyed by ``(framework, query_id)``."""
+def read_trace(events: Iterable[Event], replay: Replay | None) -> Trace:
+    """Sort events by kind: retrievals and generations go to ``replay`` (its scorer holds each query
+    by ``(framework, query_id)`` until it is scored; without one they are only counted), the rest
+    into the :class:`Trace`."""
     trace = Trace()
     for event in events:
         trace.counts[event.kind] += 1
@@ -425,16 +430,16 @@ def read_trace(events: Iterable[Event]) -> Trace:
             trace.extractions.append(event)
         elif isinstance(event, GraphEvent):
             trace.graph_event = event
+        elif replay is None:
+            continue
         elif isinstance(event, RetrievalEvent):
-            key = (event.framework, event.query_id)
-            if key in trace.retrievals:
+            if replay.scorer.holds_retrieval(event.framework, event.query_id):
                 trace.notes.append(
                     f"query {event.query_id!r} ({event.framework}) retrieved twice: the last retrieval is scored"
                 )
-            trace.retrievals[key] = event
+            replay.feed(event)
         elif isinstance(event, GenerationEvent):
-            bucket = trace.closed if event.context == "none" else trace.answers
-            bucket[(event.framework, event.query_id)] = event
+            replay.feed(event)
     if trace.counts["graph"] > 1:
         trace.notes.append(f"{trace.counts['graph']} graph events: the last one is scored")
     return trace
@@ -443,10 +448,10 @@ def read_trace(events: Iterable[Event]) -> Trace:
 def default_grounder(trace: Trace, has_queries: bool | None = None) -> Any:
     """The default grounder over the trace's graph, to derive missing mentions (``None`` without one).
 
-    :param has_queries: whether the trace has retrievals (default: ``trace.retrievals`` is not empty).
+    :param has_queries: whether the trace has retrievals (default: it counts a retrieval event).
     """
     graph = trace.graph
-    has_queries = bool(trace.retrievals) if has_queries is None else has_queries
+    has_queries = trace.counts["retrieval"] > 0 if has_queries is None else has_queries
     if graph is not None and has_queries:
         try:
             from triage_plugins.kg.grounding import shared_grounder
@@ -461,44 +466,54 @@ def default_grounder(trace: Trace, has_queries: bool | None = None) -> Any:
 
 class Replay:
     """Offline scoring as a replay: events go through a synchronous manager whose one scorer (the
-    ``triage.usage`` plugin, :mod:`triage_plugins.plugins.usage`) assembles each query's
-    :class:`~triage_plugins.contract.records.QueryRecord`, exactly as it does for a live host.
+    ``triage.usage`` plugin, :mod:`triage_plugins.plugins.usage`, with ``replay=True``) holds each
+    query's events in its one per-query map and scores the query once, into its final
+    :class:`~triage_plugins.contract.records.QueryRecord`; the replay collects the records the manager
+    broadcasts (``triage_query_scored``), in a list drained as they are read.
 
-    :param graph_event: the graph the queries are grounded against (fed first), or ``None``.
     :param thresholds: chain thresholds θ.
     :param registry: the metrics to compute.
     """
 
-    def __init__(
-        self, graph_event: GraphEvent | None, thresholds: Mapping[str, float] | None, registry: MetricRegistry
-    ) -> None:
+    def __init__(self, thresholds: Mapping[str, float] | None, registry: MetricRegistry) -> None:
         from triage_plugins.contract.config import TriageConfig
         from triage_plugins.plugins.usage import UsageRecorder
         from triage_plugins.runtime.manager import TriageManager
 
-        config = TriageConfig(thresholds={**DEFAULT_THRESHOLDS, **(thresholds or {})})
+        config = TriageConfig(thresholds={**CHAIN_THRESHOLDS, **(thresholds or {})})
         self.manager = TriageManager(config=config, synchronous=True, entry_points=False, defaults=False)
-        self.manager.register(UsageRecorder(self.manager, registry=registry, complete=True), "triage.usage")
+        self.scorer = UsageRecorder(self.manager, registry=registry, replay=True)
+        self.manager.register(self.scorer, "triage.usage")
         self.manager.register(self, "triage.score.replay")
-        self._last: QueryRecord | None = None
-        if graph_event is not None:
-            self.manager.emit_graph(graph_event)
+        self._records: list[QueryRecord] = []
+        #: Generation events left unscored for want of a retrieval, over the queries finished so far.
+        self.orphans = 0
 
     @hookimpl
     def triage_query_scored(self, record: QueryRecord) -> None:
-        self._last = record
+        self._records.append(record)
 
-    def score(
-        self, retrieval: RetrievalEvent, answer: GenerationEvent | None, closed: GenerationEvent | None
-    ) -> QueryRecord:
-        """The query's final record: its retrieval, then its closed-book answer, then its answer."""
-        self._last = None
-        self.manager.emit_retrieval(retrieval)
-        for generation in (closed, answer):
-            if generation is not None:
-                self.manager.emit_generation(generation)
-        assert self._last is not None  # the scorer records every retrieval
-        return self._last
+    def use_graph(self, graph_event: GraphEvent) -> None:
+        """Ground the queries against ``graph_event``'s graph (before they are finished)."""
+        self.manager.emit_graph(graph_event)
+
+    def feed(self, event: RetrievalEvent | GenerationEvent) -> None:
+        """Hand one query event to the scorer, which holds it until its query is finished."""
+        if isinstance(event, RetrievalEvent):
+            self.manager.emit_retrieval(event)
+        else:
+            self.manager.emit_generation(event)
+
+    def finish(self, framework: str, query_id: str) -> list[QueryRecord]:
+        """Score the held query once; its record (none when it has no retrieval)."""
+        self.orphans += self.scorer.finish(framework, query_id)
+        records, self._records = self._records, []
+        return records
+
+    def records(self) -> Iterator[QueryRecord]:
+        """Finish every held query, in order (where its first retrieval came), yielding its record."""
+        for key in self.scorer.held():
+            yield from self.finish(*key)
 
     def close(self) -> None:
         self.manager.close()
@@ -528,9 +543,6 @@ def _score_one(
     return score, a, h
 
 
-QueryParts = tuple[RetrievalEvent, "GenerationEvent | None", "GenerationEvent | None"]
-
-
 @dataclass(slots=True)
 class UsageSummary:
     """What the per-query pass leaves behind: aggregates, RHD, signature counts, query count."""
@@ -541,17 +553,11 @@ class UsageSummary:
     n_queries: int
 
 
-def summarize_queries(
-    parts: Iterable[QueryParts],
-    *,
-    graph_event: GraphEvent | None,
-    grounder: Any,
-    thresholds: Mapping[str, float] | None,
-    registry: MetricRegistry,
-    sink: Any,
+def summarize_records(
+    records: Iterable[QueryRecord], *, graph: GraphView | None, grounder: Any, sink: Any
 ) -> UsageSummary:
-    """Replay each query once through the scorer (:class:`Replay`), hand its score to ``sink`` and keep
-    only what the aggregates need.
+    """Turn each query's final record (from :meth:`Replay.records` or :meth:`Replay.finish`) into its
+    score, hand it to ``sink`` and keep only what the aggregates need.
 
     Memory grows with the number of queries by a few numbers each (one value per metric for the
     means, RHD and the hit labels), not by the events or the per-query reports.
@@ -563,26 +569,21 @@ def summarize_queries(
     hits_defined = False
     n = 0
 
-    graph = graph_event.graph if graph_event is not None else None
-    replay = Replay(graph_event, thresholds, registry)
-
     def metric_rows() -> Iterator[Mapping[str, MetricResult]]:
         nonlocal hits_defined, n
-        for retrieval, answer, closed in parts:
-            score, a, h = _score_one(replay.score(retrieval, answer, closed), graph=graph, grounder=grounder)
+        for record in records:
+            score, a, h = _score_one(record, graph=graph, grounder=grounder)
             n += 1
             rhd_values.append(score.metrics["RHD"])
             signatures[score.signature or "undetermined"] += 1
             hits_any.append(a)
             hits_hard.append(h)
-            hits_defined = hits_defined or score.metrics["Hits@1"].value is not None
+            hits = score.metrics.get("Hits@1")
+            hits_defined = hits_defined or (hits is not None and hits.value is not None)
             sink(score)
             yield score.metrics
 
-    try:
-        aggregate = aggregate_usage(metric_rows())
-    finally:
-        replay.close()
+    aggregate = aggregate_usage(metric_rows())
     if n:
         if graph is None and hits_defined:
             aggregate["HHR"] = na("HHR", "needs the graph (a graph event) to tell hard gold answers")
@@ -618,26 +619,66 @@ def score_events(
     :param events: events in any order; the last graph event is the graph scored and grounded against.
     :param ontology: the schema for SC/CVR/LC/OC; defaults to the graph event's ontology.
     :param reference: a reference graph for COR/CMP (gold KG), when there is one.
-    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.contract.config.DEFAULT_THRESHOLDS`).
-    :param metrics: the metrics to compute (default :func:`~triage_plugins.metrics.registry.metric_registry`:
+    :param thresholds: chain thresholds θ (defaults: :data:`~triage_plugins.contract.config.CHAIN_THRESHOLDS`).
+    :param metrics: the metrics to compute (default :func:`~triage_plugins.runtime.registrations.metric_registry`:
         the built-ins and the metrics of the ``triage`` entry-point plugins).
 
     For a trace file of any length, :func:`triage_plugins.apps.score_file.score_file` scores it in
     two streaming passes with the same result.
     """
+    from triage_plugins.runtime.registrations import metric_registry
+
     registry = metric_registry() if metrics is None else metrics
-    trace = read_trace(events)
+    replay = Replay(thresholds, registry)
+    try:
+        trace = read_trace(events, replay)
+        phases = score_phases(trace, ontology, reference, registry)
+        grounder = default_grounder(trace)
+        if trace.graph_event is not None:
+            replay.use_graph(trace.graph_event)
+        queries: list[QueryScore] = []
+        summary = summarize_records(replay.records(), graph=trace.graph, grounder=grounder, sink=queries.append)
+    finally:
+        replay.close()
+    if replay.orphans:
+        trace.notes.append(f"{replay.orphans} generation event(s) without a retrieval event were not scored")
+    return ScoreReport(
+        phases, queries, summary.aggregate, summary.rhd, summary.signatures, dict(trace.counts),
+        trace.notes, registry,
+    )  # fmt: skip
+
+
+def score_records(
+    events: Iterable[Event],
+    records: Iterable[QueryRecord],
+    *,
+    ontology: Ontology | None = None,
+    reference: GraphView | None = None,
+    metrics: MetricRegistry | None = None,
+) -> ScoreReport:
+    """:func:`score_events`' report from the records a live scorer broadcast, scoring no query again
+    (``triage demo`` collects them with a :class:`~triage_plugins.contract.records.RecordCollector`).
+
+    :param events: the run's events: the phases are scored from its extraction and graph events, and
+        every kind is counted.
+    :param records: each query's final record (:meth:`RecordCollector.finals`), in the order to report;
+        its metrics are reported in registry order. A live scorer computes the gold metrics only for
+        queries with gold, so a query without gold has none of them here (``score_events`` reports
+        them N/A); the demo's queries all carry gold.
+    """
+    from triage_plugins.runtime.registrations import metric_registry
+
+    registry = metric_registry() if metrics is None else metrics
+    trace = read_trace(events, None)
     phases = score_phases(trace, ontology, reference, registry)
     grounder = default_grounder(trace)
+    order = [spec.symbol for spec in registry.per_query]
+
+    def in_order(record: QueryRecord) -> QueryRecord:
+        return replace(record, metrics={s: record.metrics[s] for s in order if s in record.metrics})
+
     queries: list[QueryScore] = []
-    parts = ((r, trace.answers.get(k), trace.closed.get(k)) for k, r in trace.retrievals.items())
-    summary = summarize_queries(
-        parts, graph_event=trace.graph_event, grounder=grounder, thresholds=thresholds, registry=registry,
-        sink=queries.append,
-    )  # fmt: skip
-    orphans = [k for k in (*trace.answers, *trace.closed) if k not in trace.retrievals]
-    if orphans:
-        trace.notes.append(f"{len(orphans)} generation event(s) without a retrieval event were not scored")
+    summary = summarize_records(map(in_order, records), graph=trace.graph, grounder=grounder, sink=queries.append)
     return ScoreReport(
         phases, queries, summary.aggregate, summary.rhd, summary.signatures, dict(trace.counts),
         trace.notes, registry,

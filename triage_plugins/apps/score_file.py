@@ -4,14 +4,15 @@
 can have millions of lines, so :func:`score_file` reads the file twice instead:
 
 1. **Index**: every line is parsed and checked (a bad line stops here, before any output); the
-   extraction events and the last graph event are kept (the phases and the grounder need them); for
-   each ``(framework, query_id)`` only the line numbers of its last retrieval, answer and closed-book
-   generation are kept.
-2. **Score**: the lines the index names are taken from pass 1's events while their text fits in
-   :data:`CACHE_BYTES` (each line parsed once), the rest parsed again; a query is scored as soon as its
-   last part has been read, handed to the JSON writer, and dropped. Only queries whose parts are still
-   to come are held, so memory follows how far apart a query's events are (plus the bounded cache),
-   not the trace's length.
+   extraction events and the last graph event are kept (the phases and the grounder need them); the
+   line index names the last retrieval, answer and closed-book generation of each
+   ``(framework, query_id)`` and the line where each query is complete (see :class:`_Index`).
+2. **Score**, a replay (:class:`~triage_plugins.apps.score.Replay`): the lines the index names are
+   taken from pass 1's events while their text fits in :data:`CACHE_BYTES` (each line parsed once), the
+   rest parsed again, and fed to the replay's scorer, which holds a query in its one per-query map until
+   its last line, then scores it once; its record is handed to the JSON writer and dropped. Only queries
+   whose parts are still to come are held, so memory follows how far apart a query's events are (plus
+   the bounded cache and the line index), not the trace's events.
 
 The result equals :func:`score_events` on the same events, except that queries come in the order
 their last event appears in the file.
@@ -42,8 +43,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from triage_plugins.apps.score import (
     BadLines,
-    QueryParts,
     QueryScore,
+    Replay,
     ScoreReport,
     Trace,
     default_grounder,
@@ -52,7 +53,7 @@ from triage_plugins.apps.score import (
     result_dict,
     rhd_key,
     score_phases,
-    summarize_queries,
+    summarize_records,
 )
 from triage_plugins.contract.errors import EventError, TriageError
 from triage_plugins.contract.events import (
@@ -63,10 +64,12 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
     from_json,
 )
-from triage_plugins.metrics.registry import MetricRegistry, metric_registry
+from triage_plugins.metrics.registry import MetricRegistry
+from triage_plugins.runtime.registrations import metric_registry
 
 if TYPE_CHECKING:
     from triage_plugins.contract.graph_view import GraphView
+    from triage_plugins.contract.records import QueryRecord
     from triage_plugins.kg.ontology import Ontology
 
 __all__ = ["PIPE_OPEN_SECONDS", "readable", "score_file", "write_json_report"]
@@ -167,10 +170,19 @@ def _refuse_store(source: Path, name: str | Path) -> None:
 
 @dataclass(slots=True)
 class _Index:
-    """Pass 1: the trace without its queries' events, and where each query's parts are."""
+    """Pass 1: the trace without its queries' events, and the line index pass 2 replays.
+
+    ``lines`` maps each line pass 2 feeds to the replay's scorer (the last retrieval, answer and
+    closed-book answer of every query with a retrieval) to whether its query is complete once that
+    line is read. It is a streaming line index, not per-query state: line numbers and flags, no events
+    and nothing scored; the queries' events are held by the one scorer (its one per-query map) only
+    between a query's first wanted line and its last. Building it needs each query's three last line
+    numbers during pass 1 (the least a two-pass reader that scores the last of each part can know);
+    that table is a local of :func:`_index`, dropped when pass 1 ends.
+    """
 
     trace: Trace = field(default_factory=Trace)
-    parts: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # key -> 3 line numbers (0: none)
+    lines: dict[int, bool] = field(default_factory=dict)  # wanted line -> its query is complete there
     events: dict[int, tuple[Event, int]] = field(default_factory=dict)  # line -> (event, its characters)
     cached: int = 0  # characters of the lines in ``events``
     budget: int = 0
@@ -194,6 +206,7 @@ def _index(path: str | Path, bad: BadLines | None = None, name: str | Path | Non
     index = _Index(budget=CACHE_BYTES)
     trace = index.trace
     retrieved_twice = 0
+    parts: dict[tuple[str, str], list[int]] = {}  # query -> its 3 last line numbers (0: none); pass 1 only
     for number, line in read_lines(path, bad, name=name):
         if bad is None:
             event = parse_line(line, name, number)
@@ -209,7 +222,7 @@ def _index(path: str | Path, bad: BadLines | None = None, name: str | Path | Non
         elif isinstance(event, GraphEvent):
             trace.graph_event = event
         elif isinstance(event, RetrievalEvent | GenerationEvent):
-            slots = index.parts.setdefault((event.framework, event.query_id), [0, 0, 0])
+            slots = parts.setdefault((event.framework, event.query_id), [0, 0, 0])
             if isinstance(event, RetrievalEvent):
                 retrieved_twice += slots[_RETRIEVAL] != 0
                 slot = _RETRIEVAL
@@ -227,29 +240,31 @@ def _index(path: str | Path, bad: BadLines | None = None, name: str | Path | Non
         trace.notes.append(bad.summary(name))
     if trace.counts["graph"] > 1:
         trace.notes.append(f"{trace.counts['graph']} graph events: the last one is scored")
-    orphans = sum(1 for slots in index.parts.values() if not slots[_RETRIEVAL])
+    orphans = sum(1 for slots in parts.values() if not slots[_RETRIEVAL])
     if orphans:
         trace.notes.append(f"{orphans} generation event(s) without a retrieval event were not scored")
+    for slots in parts.values():
+        if slots[_RETRIEVAL]:
+            last = max(slots)
+            index.lines.update((n, n == last) for n in slots if n)
+        else:
+            for n in slots:
+                index.drop(n)
     return index
 
 
-def _stream_parts(path: str | Path, index: _Index, name: str | Path | None = None) -> Iterator[QueryParts]:
-    """Pass 2: each query's (retrieval, answer, closed-book) as soon as its last part is read."""
+def _replayed(
+    path: str | Path, index: _Index, replay: Replay, name: str | Path | None = None
+) -> Iterator[QueryRecord]:
+    """Pass 2: feed each indexed line's event to the replay's scorer, which holds its query until the
+    query's last line is read and then scores it once; each query's record, in that order."""
     name = path if name is None else name
-    wanted: dict[int, tuple[tuple[str, str], int]] = {}
-    for key, slots in index.parts.items():
-        if slots[_RETRIEVAL]:
-            for slot, number in enumerate(slots):
-                if number:
-                    wanted[number] = (key, slot)
-    pending: dict[tuple[str, str], list[Any]] = {}
-    for number, event in _wanted_events(path, sorted(wanted), index, name):
-        key, slot = wanted[number]
-        held = pending.setdefault(key, [None, None, None])
-        held[slot] = event
-        if number == max(index.parts[key]):
-            del pending[key]
-            yield held[_RETRIEVAL], held[_ANSWER], held[_CLOSED]
+    lines = index.lines
+    for number, event in _wanted_events(path, sorted(lines), index, name):
+        assert isinstance(event, RetrievalEvent | GenerationEvent)  # the index names no other line
+        replay.feed(event)
+        if lines[number]:
+            yield from replay.finish(event.framework, event.query_id)
 
 
 def _wanted_events(
@@ -337,7 +352,7 @@ def _score(
     index = _index(source, bad, path)
     trace = index.trace
     phases = score_phases(trace, ontology, reference, registry)
-    grounder = default_grounder(trace, has_queries=any(slots[_RETRIEVAL] for slots in index.parts.values()))
+    grounder = default_grounder(trace)
     from triage_plugins.report.score_order import worst_first
 
     kept: list[QueryScore] = []
@@ -352,10 +367,14 @@ def _score(
         if writer is not None:
             writer.query(score.to_dict())
 
-    summary = summarize_queries(
-        _stream_parts(source, index, path), graph_event=trace.graph_event, grounder=grounder, thresholds=thresholds,
-        registry=registry, sink=sink,
-    )  # fmt: skip
+    replay = Replay(thresholds, registry)
+    try:
+        if trace.graph_event is not None:
+            replay.use_graph(trace.graph_event)
+        records = _replayed(source, index, replay, path)
+        summary = summarize_records(records, graph=trace.graph, grounder=grounder, sink=sink)
+    finally:
+        replay.close()
     if keep is not None:
         kept[:] = worst_first(kept)[:keep]
     report = ScoreReport(

@@ -1,7 +1,7 @@
 """Session configuration shared by the default plugins (thresholds, reweighting switch).
 
 Defaults follow DESIGN §4: chain thresholds QGR 0.5, ERC 0.67 (TRIAGE's Youden point), RRS 0.5,
-ARF 0.5, AGR 0.5, declared here once (:data:`DEFAULT_THRESHOLDS`, a fresh dict each time) and read by
+ARF 0.5, AGR 0.5, declared here once (:data:`CHAIN_THRESHOLDS`) and read by
 the chain links of :mod:`triage_plugins.metrics.registry`: the contract imports nothing from the
 layers above it. Reweighting is off unless the user turns it on.
 """
@@ -15,14 +15,12 @@ from typing import Any, Literal
 
 from triage_plugins.contract.errors import ConfigError
 
-__all__ = ["CHAIN_THRESHOLDS", "DEFAULT_THRESHOLDS", "TriageConfig", "check_namespace", "default_thresholds"]
+__all__ = ["CHAIN_THRESHOLDS", "TriageConfig", "check_namespace", "default_thresholds"]
 
 #: The default θ of each built-in chain link (DESIGN §4), read-only; the registry's links take theirs from here.
 CHAIN_THRESHOLDS: Mapping[str, float] = MappingProxyType(
     {"QGR": 0.5, "ERC": 0.67, "RRS": 0.5, "ARF": 0.5, "AGR": 0.5}
 )
-
-DEFAULT_THRESHOLDS: dict[str, float]  # a fresh copy of CHAIN_THRESHOLDS each time (__getattr__ below)
 
 
 def default_thresholds() -> dict[str, float]:
@@ -42,12 +40,6 @@ def check_namespace(namespace: object, what: str = "namespace") -> str | None:
     if any(c.isspace() or not c.isprintable() for c in namespace):
         raise ConfigError(f"{what} must not contain whitespace or control characters, got {namespace!r}")
     return namespace
-
-
-def __getattr__(name: str) -> Any:
-    if name == "DEFAULT_THRESHOLDS":
-        return default_thresholds()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass

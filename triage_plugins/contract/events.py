@@ -199,6 +199,13 @@ class Triple:
     object_type: str | None = None
 
     def __post_init__(self) -> None:
+        i, s, p, o, st, ot = self.id, self.subject, self.predicate, self.object, self.subject_type, self.object_type
+        if (  # the usual case checked inline (a trace holds millions of triples); else each field, in order
+            isinstance(i, str) and isinstance(s, str) and isinstance(p, str) and isinstance(o, str)
+            and i.strip() and s.strip() and p.strip() and o.strip()
+            and (st is None or isinstance(st, str)) and (ot is None or isinstance(ot, str))
+        ):  # fmt: skip
+            return
         for name in ("id", "subject", "predicate", "object"):
             _need_id(self, name)
         _need_str(self, "subject_type", optional=True)
@@ -232,7 +239,15 @@ class Triple:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Triple:
+        if type(data) is dict and data.keys() == _TRIPLE_KEYS:  # every field, as written: no checks to add
+            try:
+                return cls(**data)
+            except EventError:
+                pass  # _build names the error exactly as for any other object
         return _build(cls, data)
+
+
+_TRIPLE_KEYS = frozenset(("id", "subject", "predicate", "object", "subject_type", "object_type"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1176,16 +1191,29 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+_FIELDS: dict[type, tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]] = {}
+
+
+def _field_names(cls: type) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """``cls``'s field names in order, as a set with ``"event"``, and the required ones (cached per class)."""
+    known = _FIELDS.get(cls)
+    if known is None:
+        fs = fields(cls)
+        names = tuple(f.name for f in fs)
+        required = tuple(f.name for f in fs if f.default is MISSING and f.default_factory is MISSING)
+        known = _FIELDS[cls] = (names, frozenset(names) | {"event"}, required)
+    return known
+
+
 def _build(cls: type, data: Mapping[str, Any]) -> Any:
     if not isinstance(data, Mapping):
         raise EventError(cls.__name__, "event", f"expected a JSON object, got {type(data).__name__}")
-    names = {f.name for f in fields(cls)}
-    unknown = set(data) - names - {"event"}
-    if unknown:
-        raise EventError(cls.__name__, sorted(unknown)[0], "is not a field of this event")
-    for f in fields(cls):
-        if f.name not in data and f.default is MISSING and f.default_factory is MISSING:
-            raise EventError(cls.__name__, f.name, "is required")
+    names, allowed, required = _field_names(cls)
+    if not allowed.issuperset(data):
+        raise EventError(cls.__name__, sorted(set(data) - allowed)[0], "is not a field of this event")
+    for name in required:
+        if name not in data:
+            raise EventError(cls.__name__, name, "is required")
     kwargs = {}
     for name in names:
         if name in data:

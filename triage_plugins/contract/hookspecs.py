@@ -118,8 +118,11 @@ def triage_query_scored(record: QueryRecord) -> None:
     """Called after the scorer (the ``triage.usage`` plugin) scored a query at one phase.
 
     Called at ``"retrieval"`` (provisional chain), at ``"generation"`` (the whole chain) and, when a
-    closed-book answer comes after the answer, at ``"closed_book"`` (KNI). Read the metrics from the
-    record rather than computing them again: every consumer then shows the same numbers.
+    closed-book answer comes after the answer, at ``"closed_book"`` (KNI). In an offline replay
+    (``triage score``) each query is called once, with its final record. Read the metrics from the
+    record rather than computing them again, and keep no map of your own per query: every consumer
+    then shows the same numbers (collect records with
+    :class:`~triage_plugins.contract.records.RecordCollector`).
 
     :param record: a :class:`~triage_plugins.contract.records.QueryRecord`: the query's events, gold,
         gate decision, metrics (computed with the manager's metric registry) and chain diagnosis.
@@ -199,21 +202,27 @@ def triage_seed_scores(unit: str, scores: Mapping[str, float]) -> int | None:
 
 @hookspec
 def triage_register_metrics(register: Callable[[MetricSpec], None]) -> None:
-    """Called once when the metric registry is first read; add metrics with ``register(spec)``.
+    """Called once when a manager's metric registry is first read, through the manager's pluggy relay
+    one plugin at a time; add metrics with ``register(spec)``.
 
     A metric registered here is computed by the usage plugin and ``triage score``, and appears in
-    ``triage compare`` and both reports, with no edit to the core.
+    ``triage compare`` and both reports, with no edit to the core. The built-in metrics come through
+    this hook too (the default plugin ``triage.metrics``).
 
-    :param register: call it with one :class:`~triage_plugins.metrics.registry.MetricSpec` per
-        metric; a symbol already registered raises :class:`~triage_plugins.ConfigError`.
+    :param register: call it with one :class:`~triage_plugins.MetricSpec` per metric. A plugin that
+        registers a symbol already taken, or whose hook raises, adds none of its metrics: it is
+        logged and listed in ``MetricRegistry.failed``, and the other plugins' metrics are kept.
     """
 
 
 @hookspec
 def triage_register_runners(register: Callable[[FrameworkRunner], None]) -> None:
-    """Called once when ``triage compare`` looks for frameworks; add runners with ``register(runner)``.
+    """Called once when ``triage compare`` looks for frameworks, through the manager's pluggy relay one
+    plugin at a time; add runners with ``register(runner)``. The reference runner comes through this
+    hook too (the default plugin ``triage.reference``).
 
     :param register: call it with one runner per framework (an object with the
         :class:`~triage_plugins.adapter_kit.runner.FrameworkRunner` shape); its ``name`` is what
-        ``--frameworks`` selects.
+        ``--frameworks`` selects. A runner whose name is taken is left out with the plugin's later
+        ones, and said among the compare notes.
     """

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from triage_plugins.contract.hookspecs import hookimpl
+
 if TYPE_CHECKING:
     from triage_plugins.contract.events import GateDecision, GenerationEvent, Gold, GraphEvent, RetrievalEvent
     from triage_plugins.diagnosis.chain import Diagnosis
     from triage_plugins.metrics.result import MetricResult
 
-__all__ = ["PHASES", "GraphRecord", "Phase", "QueryRecord"]
+__all__ = ["PHASES", "GraphRecord", "Phase", "QueryRecord", "RecordCollector"]
 
 Phase = Literal["retrieval", "generation", "closed_book"]
 #: ``retrieval``: scored before the reader ran (provisional chain); ``generation``: the answer arrived
@@ -90,3 +92,37 @@ class GraphRecord:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+
+
+class RecordCollector:
+    """A plugin collecting what the scorer broadcasts, in order: each ``triage_query_scored`` record
+    and each ``triage_graph_scored`` record (``triage probe``, ``triage demo`` and tests read records
+    instead of scoring again). Lists, not per-query maps: :meth:`take` drains them."""
+
+    def __init__(self) -> None:
+        self.records: list[QueryRecord] = []
+        self.graphs: list[GraphRecord] = []
+
+    @hookimpl
+    def triage_query_scored(self, record: QueryRecord) -> None:
+        self.records.append(record)
+
+    @hookimpl
+    def triage_graph_scored(self, record: GraphRecord) -> None:
+        self.graphs.append(record)
+
+    def take(self) -> list[QueryRecord]:
+        """The query records collected since the last call, oldest first; the list is emptied."""
+        records, self.records = self.records, []
+        return records
+
+    def finals(self) -> list[QueryRecord]:
+        """Of the records taken now, each query's last one (its final reading), in the order queries
+        were last scored."""
+        seen: set[tuple[str, str]] = set()  # a local of this call, not state kept between queries
+        last: list[QueryRecord] = []
+        for record in reversed(self.take()):
+            if (record.framework, record.query_id) not in seen:
+                seen.add((record.framework, record.query_id))
+                last.append(record)
+        return last[::-1]

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.config import CHAIN_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.metrics.registry import BUILTIN_METRICS
 from triage_plugins.metrics.result import MetricResult
@@ -238,7 +238,7 @@ def _value(item: MetricValue) -> tuple[float | None, str | None, str | None]:
 
 
 def _thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
-    merged = dict(DEFAULT_THRESHOLDS)
+    merged = dict(CHAIN_THRESHOLDS)
     if thresholds:
         merged.update({k: float(v) for k, v in thresholds.items()})
     return merged
@@ -248,7 +248,7 @@ def diagnose(metrics: Mapping[str, MetricValue], thresholds: Mapping[str, float]
     """Read the chain QGR → ERC → RRS → ARF → AGR over one query's metrics (TRIAGE §4.5).
 
     :param metrics: symbol -> :class:`MetricResult`, number, or ``None``; missing symbols count as N/A.
-    :param thresholds: θ per symbol; defaults to :data:`triage_plugins.contract.config.DEFAULT_THRESHOLDS`.
+    :param thresholds: θ per symbol; defaults to :data:`triage_plugins.contract.config.CHAIN_THRESHOLDS`.
     """
     theta = _thresholds(thresholds)
     steps: list[ChainStep] = []
@@ -392,7 +392,7 @@ class WindowTrigger:
             raise ConfigError(f"bad must be 'low' or 'high', got {bad!r}")
         if not 0.0 <= quantile <= 1.0:
             raise ConfigError(f"quantile must be in [0, 1], got {quantile!r}")
-        chain_theta = DEFAULT_THRESHOLDS.get(metric)
+        chain_theta = CHAIN_THRESHOLDS.get(metric)
         if statistic == "failing_rate":
             self.query_threshold = query_threshold if query_threshold is not None else chain_theta
             if self.query_threshold is None:

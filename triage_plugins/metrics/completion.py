@@ -24,12 +24,10 @@ from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import Triple
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.kg.ontology import Ontology
-from triage_plugins.metrics._views import metrics_view
 from triage_plugins.metrics.result import MetricResult, na, ok
 
 __all__ = [
     "HITS_AT",
-    "METRICS",
     "LinkPredictionRanks",
     "LinkScorer",
     "RelationTailPrior",
@@ -346,9 +344,3 @@ def completion_metrics(
 
 def _with_detail(result: MetricResult, **extra: int) -> MetricResult:
     return MetricResult(result.name, result.value, result.reason, result.n, {**result.details, **extra})
-
-
-METRICS: dict[str, Callable[..., MetricResult]]
-"""Symbol -> function of each metric of this module, a view of the registry (TRIAGE Table 2)."""
-
-__getattr__ = metrics_view(__name__, phase="implementation", stage="completion")

@@ -33,13 +33,11 @@ from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import ExtractedTriple, ExtractionEvent, Triple
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.ontology import Ontology
-from triage_plugins.metrics._views import metrics_view
 from triage_plugins.metrics.result import MetricResult, na, ok
 
 __all__ = [
     "CONSTRAINTS",
     "DEFAULT_TI_WEIGHTS",
-    "METRICS",
     "Embedder",
     "EntailmentScorer",
     "canonicalization_success_rate",
@@ -753,9 +751,3 @@ def implementation_metrics(
         out["Soft-F1"] = soft_f1(distinct, gold, embedder=embedder)
         out["TFI"] = triple_fidelity_index(out["cos"], out["Soft-F1"], out.get("EntRatio"))
     return out
-
-
-METRICS: dict[str, Callable[..., MetricResult]]
-"""Symbol -> function of each metric of this module, a view of the registry (TRIAGE Table 2)."""
-
-__getattr__ = metrics_view(__name__, phase="implementation", stage="extraction")

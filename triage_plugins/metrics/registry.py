@@ -1,17 +1,19 @@
 """THE list of metrics: one :class:`MetricSpec` per TRIAGE metric, in the order of TRIAGE Table 2.
 
 Everything that shows or computes metrics derives its columns from a :class:`MetricRegistry`:
-:func:`~triage_plugins.metrics.usage.usage_metrics` and the usage plugin (which per-query metrics,
+:func:`~triage_plugins.metrics.per_query.usage_metrics` and the usage plugin (which per-query metrics,
 written when), ``triage score`` (its tables and the per-query chain columns), ``triage compare``
 (the Implementation / Validation / Usage / gold columns, :meth:`MetricRegistry.columns`), both
 reports, the diagnostic chain (:attr:`MetricRegistry.chain`, its order and signatures) and the default
 chain thresholds (:meth:`MetricRegistry.thresholds`; the built-in links take their θ from
 :data:`~triage_plugins.contract.config.CHAIN_THRESHOLDS`).
 
-:data:`BUILTIN_METRICS` holds the metrics this package defines. :func:`metric_registry` adds the ones
-plugins register through the hook ``triage_register_metrics(register)`` (after simonw/llm's
-``register_models``): the plugins of a manager, given ones, or by default the ``triage`` entry-point
-plugins. A third-party usage metric is one function with the per-query signature
+:data:`BUILTIN_METRICS` holds the metrics this package defines; the default plugin ``triage.metrics``
+registers them through the hook ``triage_register_metrics(register)`` (after simonw/llm's
+``register_models``), as any plugin registers its own, and :func:`registry_from` builds a registry from
+what the plugins registered (:func:`~triage_plugins.runtime.registrations.metric_registry` reads a
+manager's, given ones, or the ``triage`` entry-point plugins'). A third-party usage metric is one
+function with the per-query signature
 ``f(retrieval, generation=None, *, grounder=None, closed_book=None) -> MetricResult`` plus its spec::
 
     @hookimpl
@@ -28,11 +30,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import os
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from triage_plugins.contract.config import CHAIN_THRESHOLDS as _THETA
 from triage_plugins.contract.errors import ConfigError
@@ -42,9 +42,6 @@ from triage_plugins.metrics import usage as U
 from triage_plugins.metrics import validation as V
 from triage_plugins.metrics.result import MetricResult
 
-if TYPE_CHECKING:
-    from triage_plugins.runtime.manager import TriageManager
-
 __all__ = [
     "BUILTIN_METRICS",
     "LinkSpec",
@@ -52,7 +49,7 @@ __all__ = [
     "MetricSpec",
     "Phase",
     "Stage",
-    "metric_registry",
+    "registry_from",
 ]
 
 log = logging.getLogger("triage.metrics.registry")
@@ -263,7 +260,7 @@ class MetricRegistry:
 
     @property
     def per_query(self) -> tuple[MetricSpec, ...]:
-        """The per-query usage metrics, what :func:`~triage_plugins.metrics.usage.usage_metrics` computes."""
+        """The per-query usage metrics, what :func:`~triage_plugins.metrics.per_query.usage_metrics` computes."""
         return self._cached("per_query", lambda: tuple(s for s in self if s.per_query))
 
     @property
@@ -438,131 +435,53 @@ BUILTIN_METRICS = MetricRegistry(_guided(
 """The metrics this package defines, in the order of TRIAGE Table 2 within each phase."""
 
 
-# --------------------------------------------------------------------------- plugins' metrics
-
-_by_manager: weakref.WeakKeyDictionary[Any, MetricRegistry] = weakref.WeakKeyDictionary()
-_from_entry_points: MetricRegistry | None = None
+# --------------------------------------------------------------------------- registered metrics
 
 
-def _register_one(registry: MetricRegistry, name: str, plugin: object) -> MetricRegistry:
-    """``registry`` plus what one plugin registers (a new registry: a failing plugin adds nothing).
+class Registered(Protocol):
+    """What one plugin registered (:class:`~triage_plugins.runtime.manager.Registration`)."""
 
-    :raises ConfigError: the plugin registered a symbol twice, or its hook raised.
+    plugin: str
+    items: tuple[Any, ...]
+    error: BaseException | None
+    source: str
+
+
+def registry_from(registrations: Iterable[Registered], *, strict: bool = False) -> MetricRegistry:
+    """The metrics plugins registered through ``triage_register_metrics``, plugin by plugin.
+
+    A default plugin's metrics (``triage.metrics`` registers :data:`BUILTIN_METRICS`) are built-in:
+    they may be chain links. A plugin whose hook raised, or that registered a taken symbol, adds none
+    of its metrics: with ``strict`` that is a :class:`ConfigError`; otherwise it is logged and listed
+    in :attr:`MetricRegistry.failed`, and the other plugins' metrics are kept.
     """
-    out = registry.copy()
-    hook = plugin.triage_register_metrics  # type: ignore[attr-defined]
-    try:
-        hook(register=functools.partial(out.register, origin=f"plugin {name!r}"))
-    except ConfigError as exc:
-        raise ConfigError(f"plugin {name!r}: {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - a broken plugin is a configuration error, said plainly
-        raise ConfigError(
-            f"plugin {name!r}: triage_register_metrics raised {type(exc).__name__}: {exc}"
-        ) from exc
-    return out
-
-
-def _register_all(plugins: Iterable[tuple[str, object]], *, strict: bool = False) -> MetricRegistry:
-    """The built-ins plus what each plugin's ``triage_register_metrics`` registers, in plugin order.
-
-    A plugin whose hook fails adds none of its metrics: with ``strict`` that is a
-    :class:`ConfigError`; otherwise it is logged and listed in :attr:`MetricRegistry.failed`, and
-    the other plugins' metrics are kept.
-    """
-    from triage_plugins.contract.hookspecs import PROJECT
-
-    registry = BUILTIN_METRICS.copy()
-    for name, plugin in plugins:
-        hook = getattr(plugin, "triage_register_metrics", None)
-        if hook is None or not hasattr(hook, f"{PROJECT}_impl"):
-            continue
+    registry = MetricRegistry()
+    for done in registrations:
         try:
-            registry = _register_one(registry, name, plugin)
+            registry = _add_registered(registry, done)
         except ConfigError as exc:
             if strict:
                 raise
-            log.error("metrics of plugin %r left out: %s", name, exc)
-            registry.failed[name] = str(exc)
-    return registry
-
-
-def _from_manager(manager: TriageManager) -> MetricRegistry:
-    """The built-ins plus what the manager's plugins register, called through its pluggy relay
-    (:meth:`~triage_plugins.runtime.manager.TriageManager.registrations`); a plugin that fails adds
-    none of its metrics, is logged and listed in :attr:`MetricRegistry.failed`."""
-    registry = BUILTIN_METRICS.copy()
-    for done in manager.registrations("triage_register_metrics"):
-        try:
-            registry = _add_registered(registry, done.plugin, done.items, done.error)
-        except ConfigError as exc:
             log.error("metrics of plugin %r left out: %s", done.plugin, exc)
             registry.failed[done.plugin] = str(exc)
     return registry
 
 
-def _add_registered(
-    registry: MetricRegistry, name: str, specs: Iterable[MetricSpec], error: BaseException | None
-) -> MetricRegistry:
-    """``registry`` plus one plugin's ``specs`` (a new registry).
+def _add_registered(registry: MetricRegistry, done: Registered) -> MetricRegistry:
+    """``registry`` plus one plugin's metrics (a new registry).
 
-    :raises ConfigError: the plugin's hook raised ``error``, or it registered a taken symbol.
+    :raises ConfigError: the plugin's hook raised, or it registered a taken symbol.
     """
+    name, error = done.plugin, done.error
     if error is not None:
         raise ConfigError(f"plugin {name!r}: triage_register_metrics raised {type(error).__name__}: {error}")
     out = registry.copy()
     try:
-        for spec in specs:
-            out.register(spec, origin=f"plugin {name!r}")
+        for spec in done.items:
+            if done.source == "default":
+                out._add(spec, "built-in")
+            else:
+                out.register(spec, origin=f"plugin {name!r}")
     except ConfigError as exc:
         raise ConfigError(f"plugin {name!r}: {exc}") from exc
     return out
-
-
-def _entry_point_plugins() -> list[tuple[str, object]]:
-    """The ``triage`` entry-point plugins (those ``TRIAGE_DISABLE_PLUGINS`` blocks skipped); one that
-    fails to load is logged and skipped, as the manager does."""
-    from importlib import metadata
-
-    from triage_plugins.contract.hookspecs import PROJECT
-
-    blocked = {p.strip() for p in os.environ.get("TRIAGE_DISABLE_PLUGINS", "").split(",") if p.strip()}
-    out = []
-    for ep in metadata.entry_points(group=PROJECT):
-        if ep.name in blocked:
-            continue
-        try:
-            out.append((ep.name, ep.load()))
-        except Exception as exc:  # noqa: BLE001 - an uninstallable plugin must not stop the others
-            log.error("entry-point plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
-    return out
-
-
-def metric_registry(
-    manager: TriageManager | None = None,
-    *,
-    plugins: Iterable[object] | None = None,
-    refresh: bool = False,
-) -> MetricRegistry:
-    """The built-in metrics plus those plugins register through ``triage_register_metrics``.
-
-    :param manager: read the plugins registered on this manager (its default, entry-point and
-        ``register()``-ed plugins); the result is kept per manager, so the hook is called once.
-    :param plugins: read these plugin objects instead (not kept); a failing one is an error.
-    :param refresh: without ``manager`` or ``plugins`` the ``triage`` entry-point plugins are read,
-        once per process; ``refresh=True`` reads them again (after installing a plugin, in tests).
-    :raises ConfigError: one of ``plugins`` registered a symbol twice, or its hook failed. A
-        failing plugin of ``manager`` or an entry point is logged and listed in
-        :attr:`MetricRegistry.failed` instead; the other plugins' metrics are kept.
-    """
-    global _from_entry_points
-    if plugins is not None:
-        named = ((getattr(p, "__name__", None) or type(p).__name__, p) for p in plugins)
-        return _register_all(named, strict=True)
-    if manager is not None:
-        registry = _by_manager.get(manager)
-        if registry is None or refresh:
-            registry = _by_manager[manager] = _from_manager(manager)
-        return registry
-    if _from_entry_points is None or refresh:
-        _from_entry_points = _register_all(_entry_point_plugins())
-    return _from_entry_points

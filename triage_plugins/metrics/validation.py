@@ -22,12 +22,10 @@ import numpy as np
 from triage_plugins.contract.errors import ConfigError, OntologyError
 from triage_plugins.contract.graph_view import GraphView, normalize_label
 from triage_plugins.kg.ontology import Ontology, PredicateSpec
-from triage_plugins.metrics._views import metrics_view
 from triage_plugins.metrics.extraction import Embedder, unit_embeddings
 from triage_plugins.metrics.result import MetricResult, na, ok
 
 __all__ = [
-    "METRICS",
     "FLOAT32_COSINE_ERROR",
     "SIMILARITY_TOLERANCE",
     "completeness",
@@ -757,9 +755,3 @@ def validation_metrics(
         "COR": correctness(graph, reference),
         "CMP": completeness(graph, reference),
     }
-
-
-METRICS: dict[str, Callable[..., MetricResult]]
-"""Symbol -> function of each metric of this module, a view of the registry (TRIAGE Table 2)."""
-
-__getattr__ = metrics_view(__name__, phase="validation")

@@ -58,10 +58,15 @@ learn from one store:
 - feedback for a query this worker did not serve is learned from the retrieval (and generation)
   the recorder stored, looked up by framework and query id (``store.last_event``); S_r then comes
   from ``relevance`` (the framework's rerank relevance is known only to the worker that served it);
-- every ``staleness`` seconds at most, one indexed lookup (``store.scores_changed_at``) tells
-  whether any score changed since; if so (or if one changed within the last ``SETTLE`` seconds,
-  for transactions that committed after a newer one) the score cache is dropped and α re-read, so
-  another worker's learning shows within ``staleness`` seconds; ``0`` checks on every query;
+- every ``staleness`` seconds at most, one indexed range read (``store.scores_changed_since``)
+  lists the scores changed since the last look, back to ``SETTLE`` seconds before it (for
+  transactions that committed after a newer one; writers' clocks are assumed that close), and the
+  cached values of those ids are replaced (this worker's own newer writes kept) and α re-read, so
+  another worker's learning shows within ``staleness`` seconds; ``0`` checks on every query. A store
+  without that read (or with too many changes) has the whole cache dropped instead when
+  ``store.scores_changed_at`` shows a change;
+- on a store with ``add_scores_and_param`` the ``max_per_query`` count is made by the same call as
+  the score and α writes (the writes apply only under the cap, in SQL): one round trip per feedback;
 - feedback that cannot be attributed — no retrieval for its query id here or in the store, a
   retrieval with nothing to score, an answer that names no graph entity, an answer entity no
   retrieved path leads to, or (another evaluator) no path scored — is logged once per process and
@@ -78,13 +83,14 @@ each path is walked once per feedback however many answer sets are tested, and S
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -118,8 +124,8 @@ from triage_plugins.feedback.statements import Statements
 from triage_plugins.kg.relations import lower_stems, question_stems
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.context import PluginContext
     from triage_plugins.contract.graph_view import GraphView
-    from triage_plugins.runtime.manager import TriageManager
 
 __all__ = [
     "MOVE_REASONS",
@@ -189,6 +195,24 @@ class _Model:
     evolution: KGEvolution
     checked: float = -math.inf  # monotonic time of the last staleness check
     seen: float | None = None  # the store's newest score change at that check
+    wall: float | None = None  # time.time() of the last check that read the store's changes
+
+
+class _Cap:
+    """The ``max_per_query`` count of one feedback: made by the store call that writes its update (one
+    round trip, :meth:`_SharedOptimizer._write_step`), or on its own (:meth:`count`) when none does."""
+
+    __slots__ = ("check", "limit", "name", "within")
+
+    def __init__(self, name: str, limit: int, check: Callable[[], bool]) -> None:
+        self.name, self.limit, self.check = name, limit, check
+        self.within: bool | None = None  # not counted yet
+
+    def count(self) -> bool:
+        """Whether the feedback is within the cap, counting it now unless it was counted already."""
+        if self.within is None:
+            self.within = self.check()
+        return self.within
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,24 +294,47 @@ class _SharedOptimizer(FeedbackOptimizer):
         self.alpha_steps += change
         return self._alpha
 
+    _capping = threading.local()  # .cap: the _Cap a step on this thread counts (capped())
+
+    @contextlib.contextmanager
+    def capped(self, cap: _Cap | None) -> Iterator[None]:
+        """Steps inside count ``cap`` in their store write (:meth:`_write_step`)."""
+        self._capping.cap = cap
+        try:
+            yield
+        finally:
+            self._capping.cap = None
+
     def _write_step(self, deltas: Mapping[str, float], d_alpha: float) -> float:
         """The score deltas and the α step as one store write (one round trip on PostgreSQL) when the
         store has ``add_scores_and_param``; the values written and returned are those of the two
-        separate writes (:meth:`ContributionScores.add_and_step`)."""
+        separate writes (:meth:`ContributionScores.add_and_step`). A pending cap (:meth:`capped`) is
+        counted in that write, or on its own first; over it, nothing is written (α is returned as it was)."""
+        cap = getattr(self._capping, "cap", None)
+        if cap is not None and cap.within is not None:
+            cap = None  # already counted
         store = self.scores.store
+        change = 0.0
         if (
-            getattr(type(store), "add_scores_and_param", None) is None
-            or not self.learn_alpha
-            or not math.isfinite(d_alpha)
+            getattr(type(store), "add_scores_and_param", None) is not None
+            and self.learn_alpha
+            and math.isfinite(d_alpha)
         ):
-            return super()._write_step(deltas, d_alpha)
-        change = max(-self.max_alpha_step, min(self.max_alpha_step, -self.eta_alpha * d_alpha))
+            change = max(-self.max_alpha_step, min(self.max_alpha_step, -self.eta_alpha * d_alpha))
         if change == 0.0:
+            if cap is not None and not cap.count():
+                return self._alpha
             return super()._write_step(deltas, d_alpha)
         with self._alpha_lock:
-            self._alpha = self.scores.add_and_step(
-                deltas, self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds
-            )
+            alpha = self.scores.add_and_step(
+                deltas, self.param_name, change, initial=self._alpha, bounds=self.alpha_bounds,
+                cap=None if cap is None else (cap.name, float(cap.limit)),
+            )  # fmt: skip
+            if cap is not None:
+                cap.within = alpha is not None
+            if alpha is None:
+                return self._alpha
+            self._alpha = alpha
             self._version += 1
         self.alpha_steps += change
         return self._alpha
@@ -305,6 +352,28 @@ class _SharedOptimizer(FeedbackOptimizer):
             with self._alpha_lock:
                 if version == self._version:
                     self._alpha = min(max(float(stored), lo), hi)
+
+
+def _per_query(event: FeedbackEvent) -> str:
+    """The store counter of ``event``'s source and query (``max_per_query``)."""
+    return f"{PER_QUERY}{event.source}.{event.framework}/{event.query_id}"
+
+
+def _count(cap: _Cap | None) -> bool:
+    """Count ``cap`` unless it is counted already; whether the feedback is within it (``True`` without one)."""
+    return cap is None or cap.count()
+
+
+def _utility_of(
+    path_ids: Sequence[Sequence[str]], utilities: Sequence[float | None]
+) -> dict[str, float | None]:
+    """The utility each unit key got (a scored path wins over an unscored one)."""
+    utility_of: dict[str, float | None] = {}
+    for ids, u in zip(path_ids, utilities, strict=True):
+        for i in ids:
+            if u is not None or i not in utility_of:
+                utility_of[i] = u
+    return utility_of
 
 
 def _asked(query: str, unit: str) -> frozenset[str]:
@@ -328,7 +397,7 @@ class FeedbackLearner:
     #: Options this plugin reads (``TriageConfig.options``), with their defaults.
     triage_options: ClassVar[Mapping[str, Any]] = {PREFIX + k: v for k, v in DEFAULTS.items()}
 
-    def __init__(self, manager: TriageManager) -> None:
+    def __init__(self, manager: PluginContext) -> None:
         self.manager = manager
         self.options = _options(manager.config.options)
         size = self.options["memory"]
@@ -520,7 +589,8 @@ class FeedbackLearner:
         if not paths:
             self._unattributed(f"no {unit} retrieved", key)
             return None
-        if not self._within_cap(event):
+        cap = self._deferred_cap(event)  # counted with the score write: no round trip of its own
+        if cap is None and not self._within_cap(event):
             self._unattributed("over the cap per query", key)
             return None
         self._keep_fresh(self.model(unit))
@@ -539,13 +609,18 @@ class FeedbackLearner:
             utilities = evaluator.evaluate(retrieval.query, answer, paths, event.score, context)
         except FeedbackError as exc:
             log.warning("feedback for %s/%s not used: %s", *key, exc)
+            _count(cap)
             return None
         if len(utilities) != len(paths):
             log.warning(
                 "evaluator returned %d utilities for %d paths; feedback skipped", len(utilities), len(paths)
             )
+            _count(cap)
             return None
         if event.score != 0.5 and all(u is None for u in utilities):
+            if not _count(cap):
+                self._unattributed("over the cap per query", key)
+                return None
             self._unattributed(_no_credit_cause(evaluator, retrieval.query, answer, paths, context), key)
         path_ids = (
             [p.triple_ids for p in retrieval.paths]
@@ -562,16 +637,15 @@ class FeedbackLearner:
                 ids = list(dict.fromkeys(i for p in path_ids for i in p))
                 factor = model.evolution.factors(ids, model.scores.normalized(ids))
                 factors = None if factor is None else dict(zip(ids, factor.tolist(), strict=True))
-            update = model.optimizer.step(
-                path_ids, utilities, relevance, factors, baseline=self._baseline(context)
-            )
-            utility_of: dict[str, float | None] = {}
-            for ids_, u in zip(path_ids, utilities, strict=True):
-                for i in ids_:
-                    if u is not None or i not in utility_of:
-                        utility_of[i] = u
+            with model.optimizer.capped(cap):
+                update = model.optimizer.step(
+                    path_ids, utilities, relevance, factors, baseline=self._baseline(context)
+                )
+        if not _count(cap):  # over the cap: the store call changed nothing but the counter
+            self._unattributed("over the cap per query", key)
+            return None
         self.last_update = update
-        self.last_utilities = utility_of
+        self.last_utilities = _utility_of(path_ids, utilities)
         return update
 
     def _per_statement(self, unit: str) -> bool:
@@ -611,13 +685,21 @@ class FeedbackLearner:
             generation = None
         return retrieval, generation
 
+    def _deferred_cap(self, event: FeedbackEvent) -> _Cap | None:
+        """``event``'s ``max_per_query`` count, to be made by the store call that writes its update (a
+        store with ``add_scores_and_param``); ``None``: count it now (:meth:`_within_cap`)."""
+        cap = self.options["max_per_query"]
+        if cap is None or getattr(type(self.manager.store), "add_scores_and_param", None) is None:
+            return None
+        return _Cap(_per_query(event), cap, lambda: self._within_cap(event))
+
     def _within_cap(self, event: FeedbackEvent) -> bool:
         """Count ``event`` against ``max_per_query``; ``False`` when its source already reached the cap
         for its query (the store's atomic counter when it has one, else this process's)."""
         cap = self.options["max_per_query"]
         if cap is None:
             return True
-        name = f"{PER_QUERY}{event.source}.{event.framework}/{event.query_id}"
+        name = _per_query(event)
         add_param = getattr(self.manager.store, "add_param", None)
         if add_param is not None:
             try:
@@ -656,15 +738,30 @@ class FeedbackLearner:
             log.debug(message, *key, cause)
 
     def _keep_fresh(self, model: _Model) -> None:
-        """Drop the score cache and re-read α when another worker changed them (at most every ``staleness`` s)."""
-        changed_at = getattr(self.manager.store, "scores_changed_at", None)
+        """Bring the cached scores and α up to the store's (at most every ``staleness`` s): merge the
+        scores changed since the last look, back to ``SETTLE`` s before it (transactions commit after
+        they stamp ``updated_at``); a store that cannot list them has the whole cache dropped when any
+        score changed."""
+        store = self.manager.store
+        changed_at = getattr(store, "scores_changed_at", None)
         if changed_at is None:
             return
         now = time.monotonic()
         if now - model.checked < self.options["staleness"]:
             return
         model.checked = now
+        listed = getattr(type(store), "scores_changed_since", None) is not None
+        wall, mark = time.time(), model.scores.mark()
+        if listed and model.wall is not None:
+            rows = store.scores_changed_since(model.scores.unit, model.wall - SETTLE)  # type: ignore[union-attr]
+            if rows is not None:  # None: too many; read them all again
+                model.wall = wall
+                if rows:  # α steps come with score changes
+                    model.scores.merge({k: float(r.raw) for k, r in rows.items()}, mark)
+                    model.optimizer.reload_alpha()
+                return
         newest = changed_at(model.scores.unit)
+        model.wall = wall if listed else None
         if newest is None:
             return
         if newest != model.seen or time.time() - newest < SETTLE:

@@ -26,7 +26,8 @@ and never acted on, and the host's answers stay those of the plain framework. Wi
 It respects ``manager.config.gate`` (off: returns ``None`` so the host proceeds) and
 ``manager.config.thresholds``. It is on the host's synchronous path. When the scorer already scored
 this very retrieval event (a synchronous manager scores it inside ``emit_retrieval``), the gate reads
-QGR, ERC and RRS from that :class:`~triage_plugins.contract.records.QueryRecord`; otherwise (the
+QGR, ERC and RRS from that :class:`~triage_plugins.contract.records.QueryRecord`, held by the scorer
+(``manager.scorer.retrieval_record(event)``; the gate keeps no per-query state); otherwise (the
 record is still queued) it computes only those three with sets and a BFS over K_S, grounding a query
 without mentions with a :class:`~triage_plugins.kg.grounding.Grounder` prepared off the hot path.
 """
@@ -37,16 +38,15 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from triage_plugins.contract.config import DEFAULT_THRESHOLDS
+from triage_plugins.contract.config import CHAIN_THRESHOLDS
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import GateDecision
 from triage_plugins.contract.hookspecs import hookimpl
-from triage_plugins.contract.lru import LRU
-from triage_plugins.metrics.usage import chain_head_metrics
+from triage_plugins.metrics.per_query import chain_head_metrics
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.context import PluginContext
     from triage_plugins.contract.events import GraphEvent, RetrievalEvent
-    from triage_plugins.contract.records import QueryRecord
     from triage_plugins.metrics.result import MetricResult
 
 __all__ = ["DEFAULT_GATE_MODE", "GATE_MODES", "DefaultGate"]
@@ -75,10 +75,9 @@ class DefaultGate:
         "gate.expand_hops": 1,
     }
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: PluginContext) -> None:
         self._manager = manager
         self._grounder: Any = None
-        self._scored: LRU[tuple[str, str], QueryRecord] = LRU(256)  # latest retrieval-phase records
         _check_options(getattr(getattr(manager, "config", None), "options", None) or {})
 
     @hookimpl
@@ -88,16 +87,12 @@ class DefaultGate:
 
         self._grounder = shared_grounder(event.graph, dict(event.aliases))
 
-    @hookimpl
-    def triage_query_scored(self, record: QueryRecord) -> None:
-        """Keep the scorer's reading of a retrieval, for the gate call that follows it."""
-        if record.phase == "retrieval":
-            self._scored.put((record.framework, record.query_id), record)
-
     def _heads(self, event: RetrievalEvent) -> dict[str, MetricResult]:
-        """QGR, ERC and RRS of ``event``: the scorer's when it scored this very event, else computed."""
-        record = self._scored.get((event.framework, event.query_id))
-        if record is not None and record.retrieval is event and all(h in record.metrics for h in HEADS):
+        """QGR, ERC and RRS of ``event``: the scorer's record when it scored this very event (read
+        through the manager's typed ``scorer`` accessor), else computed."""
+        scorer = getattr(self._manager, "scorer", None)
+        record = scorer.retrieval_record(event) if scorer is not None else None
+        if record is not None and all(h in record.metrics for h in HEADS):
             return {h: record.metrics[h] for h in HEADS}
         return chain_head_metrics(event, grounder=self._grounder)
 
@@ -106,7 +101,7 @@ class DefaultGate:
         config = self._manager.config
         if not config.gate:
             return None
-        theta = {**DEFAULT_THRESHOLDS, **config.thresholds}
+        theta = {**CHAIN_THRESHOLDS, **config.thresholds}
         options = config.options
         heads = self._heads(event)
         shown = {name: result.value for name, result in heads.items()}

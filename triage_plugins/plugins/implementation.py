@@ -6,6 +6,9 @@ Validation metrics of that graph (with the event's ontology) and the KG Implemen
 extractions kept (with the event's graph, aliases and ontology for CSR_link, SC and CVR), and
 writes them to ``manager.store`` as ``scope="graph"`` rows, ``scope_id`` = the framework name, then
 broadcasts them as a :class:`~triage_plugins.contract.records.GraphRecord` (``triage_graph_scored``).
+The metrics read ``event.graph``, the view the adapter already holds for grounding (kept fresh
+incrementally), never a copy; counts a graph store could give itself (SQL) are not asked for, as the
+view's vectorized pass is cheaper and sees the same graph version as the event's other metrics.
 
 What it keeps is bounded, so a long-running deployment neither grows without end nor takes longer
 on each graph event: the latest ``implementation.max_chunks`` (chunk, run) pairs per framework, and
@@ -29,6 +32,7 @@ from triage_plugins.metrics.extraction import implementation_metrics
 from triage_plugins.metrics.validation import validation_metrics
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.context import PluginContext
     from triage_plugins.contract.events import ExtractionEvent, GraphEvent
     from triage_plugins.metrics.result import MetricResult
 
@@ -56,7 +60,7 @@ class ImplementationRecorder:
         "implementation.max_events_per_chunk": 8,
     }
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: PluginContext) -> None:
         self._manager = manager
         self._lock = threading.Lock()
         self._events: dict[str, OrderedDict[tuple[str, str], deque[ExtractionEvent]]] = {}

@@ -58,6 +58,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.errors import ConfigError
@@ -65,6 +66,7 @@ from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.contract.lru import LRU
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.context import PluginContext
     from triage_plugins.contract.events import (
         ExtractionEvent,
         GateDecision,
@@ -85,7 +87,7 @@ OPTIONS: Mapping[str, Any] = {
     "otel.max_documents": 50,  # retrieval.documents per span, within the SDK's attribute limit (the
     # rest counted in triage.documents.omitted)
     "otel.content_chars": 2000,  # document.content / input / output cut to this many characters
-    "otel.max_queries": 10_000,  # queries remembered (retrieval span and event) for generation spans
+    "otel.max_queries": 10_000,  # queries remembered (retrieval span context, early gate decisions)
     "otel.max_extractions": 100_000,  # extraction events kept until the next graph event
 }
 
@@ -115,7 +117,7 @@ class OtelOff:
         return f"OtelOff({self.reason!r})"
 
 
-def otel_plugin(manager: Any) -> OtelExporter | OtelOff:
+def otel_plugin(manager: PluginContext) -> OtelExporter | OtelOff:
     """The ``triage.otel`` default plugin for ``manager``: an :class:`OtelExporter`, or :class:`OtelOff`."""
     options = getattr(getattr(manager, "config", None), "options", None) or {}
     provider, why = _resolve_provider(options)
@@ -208,6 +210,15 @@ def _own_provider() -> Any:
 # --------------------------------------------------------------------------- the exporter
 
 
+@dataclass(slots=True)
+class _QuerySpans:
+    """What one query's later spans need: its retrieval span's context (``None`` until it is made) and
+    the gate decisions that came first, as ``(decision, parent, start, end)``."""
+
+    context: Any
+    gates: list[tuple[GateDecision, Any, int, int]] = field(default_factory=list)
+
+
 class OtelExporter:
     """Turns TRIAGE events into OpenInference spans on ``provider`` (see the module docstring).
 
@@ -218,7 +229,7 @@ class OtelExporter:
 
     triage_options: ClassVar[Mapping[str, Any]] = OPTIONS
 
-    def __init__(self, manager: Any, provider: Any, *, source: str = "explicit") -> None:
+    def __init__(self, manager: PluginContext, provider: Any, *, source: str = "explicit") -> None:
         from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
         from opentelemetry import trace
 
@@ -236,10 +247,9 @@ class OtelExporter:
         self._max_attributes = _attribute_limit(provider)
         self._chars = int(options["otel.content_chars"])
         self._lock = threading.Lock()
-        self._queries: LRU[tuple[str, str], tuple[RetrievalEvent, Any]] = LRU(
-            int(options["otel.max_queries"])
-        )
-        self._gates: LRU[tuple[str, str], list[tuple[GateDecision, Any, int, int]]] = LRU(1024)
+        # the one span map: per (framework, query id), the retrieval span's context once it is made, and
+        # gate decisions that came before it (their spans wait to be its children)
+        self._spans: LRU[tuple[str, str], _QuerySpans] = LRU(int(options["otel.max_queries"]))
         self._extractions: dict[str, list[tuple[ExtractionEvent, int]]] = defaultdict(list)
         self._max_extractions = int(options["otel.max_extractions"])
         self._graph: Any = None
@@ -276,11 +286,11 @@ class OtelExporter:
 
     def _metrics_registry(self) -> Any:
         if self._registry is None:
-            from triage_plugins.metrics.registry import BUILTIN_METRICS, metric_registry
+            from triage_plugins.metrics.registry import BUILTIN_METRICS
 
             try:
                 self._registry = (
-                    metric_registry(self._manager) if hasattr(self._manager, "plugins") else BUILTIN_METRICS
+                    self._manager.metrics if hasattr(self._manager, "plugins") else BUILTIN_METRICS
                 )
             except ConfigError as exc:
                 log.error("metrics registered by plugins are not exported: %s", exc)
@@ -347,9 +357,9 @@ class OtelExporter:
         context = self._span("triage.retrieval", self._kinds.RETRIEVER, attrs, self._parent(), start, end)
         key = (event.framework, event.query_id)
         with self._lock:
-            self._queries.put(key, (event, context))
-            waiting = self._gates.pop(key) or []
-        for decision, parent, t0, t1 in waiting:
+            held = self._spans.pop(key)
+            self._spans.put(key, _QuerySpans(context))
+        for decision, parent, t0, t1 in held.gates if held is not None else ():
             self._gate_span(event, decision, parent or self._parent(context), t0, t1)
 
     def _query_attrs(self, event: RetrievalEvent) -> dict[str, Any]:
@@ -416,11 +426,14 @@ class OtelExporter:
         key = (event.framework, event.query_id)
         parent = self._parent()
         with self._lock:
-            known = self._queries.get(key)
-            if known is None and parent is None:  # the retrieval span is not made yet: wait for it
-                self._gates.put(key, [*(self._gates.get(key) or []), (decision, None, start, end)])
+            held = self._spans.get(key)
+            if (held is None or held.context is None) and parent is None:  # no retrieval span yet: wait
+                if held is None:
+                    held = _QuerySpans(None)
+                    self._spans.put(key, held)
+                held.gates.append((decision, None, start, end))
                 return
-        self._gate_span(event, decision, parent or self._parent(known[1]), start, end)
+        self._gate_span(event, decision, parent or self._parent(held.context if held else None), start, end)
 
     def _gate_span(
         self, event: RetrievalEvent, decision: GateDecision, parent: Any, start: int, end: int
@@ -451,7 +464,7 @@ class OtelExporter:
         start = end - int((event.seconds or 0.0) * 1e9)
         key = (event.framework, event.query_id)
         with self._lock:
-            known = self._queries.get(key)
+            held = self._spans.get(key)
         attrs: dict[str, Any] = {
             "triage.query_id": event.query_id,
             "triage.framework": event.framework,
@@ -463,7 +476,7 @@ class OtelExporter:
             attrs["triage.seconds"] = event.seconds
         if event.prompt_tokens is not None:
             attrs["llm.token_count.prompt"] = event.prompt_tokens
-        parent = self._parent(known[1] if known else None)
+        parent = self._parent(held.context if held else None)
         if record is not None:
             attrs["input.value"] = self._cut(record.retrieval.query)
             attrs.update(self._metric_attrs(record, "generation", "closed_book"))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from triage_plugins.contract.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.context import PluginContext
     from triage_plugins.contract.events import (
         Event,
         ExtractionEvent,
@@ -44,7 +45,7 @@ class StoreRecorder:
         and, optionally, ``.run_id``).
     """
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: PluginContext) -> None:
         self._manager = manager
         self._lock = threading.Lock()
         self._pending: list[tuple[Any, str | None, Event]] = []  # (store, run id, event) this batch

@@ -7,7 +7,7 @@ read the record instead of computing the metrics again. The gate's decision on a
 ``triage_gate`` wrapper) travels in the query's later records.
 
 The metrics are the per-query usage metrics of the manager's metric registry
-(:func:`~triage_plugins.metrics.registry.metric_registry`: the built-ins plus those plugins register
+(:attr:`~triage_plugins.runtime.manager.TriageManager.metrics`: the built-ins plus those plugins register
 through ``triage_register_metrics``, read on the first event), written by their ``stage``. On
 ``triage_retrieval`` it computes the ``"retrieval"`` ones (QGR, ERC, ERP, RRS, RPC, RHD, and with gold
 GPC, RPP, RPR, CC) and a provisional signature from the pre-generation links; on
@@ -26,8 +26,12 @@ id), one per metric with the value or ``None`` and its reason, plus a row named 
 
 Gold metrics are written only for queries that carry gold annotations. Events without mentions are
 grounded with a :class:`~triage_plugins.kg.grounding.Grounder` over the last graph seen, built lazily
-on first need. Per-query memory (the retrieval event and the answers awaiting KNI) is an LRU of
-``options["usage.max_queries"]`` queries (default 10 000).
+on first need. The scorer is the one owner of pending query state: one map keyed by
+``(framework, query id)`` holds each query's retrieval, answers, gate decision, its retrieval-phase
+record until the answer (:meth:`UsageRecorder.retrieval_record`, read by the gate) and answers that
+overtook their retrieval; it is an LRU of ``options["usage.max_queries"]`` queries (default 10 000).
+With ``replay=True`` (``triage score``) the same map holds each query's events until
+:meth:`UsageRecorder.finish` scores it once.
 
 On the manager's delivery worker the rows of a whole batch are written together, in one store
 transaction at the end of the batch (``TriageManager.at_batch_end``), before the batch counts as
@@ -41,35 +45,39 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.hookspecs import hookimpl
-from triage_plugins.contract.records import QueryRecord
+from triage_plugins.contract.records import QueryRecord, RecordCollector
 from triage_plugins.diagnosis.chain import diagnose
-from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
-from triage_plugins.metrics.usage import usage_metrics
+from triage_plugins.metrics.per_query import usage_metrics
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry
 
 if TYPE_CHECKING:
+    from triage_plugins.contract.context import PluginContext
     from triage_plugins.contract.events import GateDecision, GenerationEvent, GraphEvent, RetrievalEvent
     from triage_plugins.contract.records import Phase
     from triage_plugins.diagnosis.chain import Diagnosis
     from triage_plugins.metrics.result import MetricResult
 
-__all__ = ["UsageRecorder"]
+__all__ = ["UsageRecorder", "collect_records"]
 
 log = logging.getLogger("triage.plugins.usage")
 
 
 @dataclass(slots=True)
 class _Query:
-    retrieval: RetrievalEvent
+    """One query's pending state: the scorer's one per-query map holds these."""
+
+    retrieval: RetrievalEvent | None  # None: only generations so far (they overtook the retrieval)
     answer: GenerationEvent | None = None
     closed_book: GenerationEvent | None = None
     closed_book_written: bool = False
-    metrics: dict[str, MetricResult] | None = None  # retrieval-time results, reused by the first answer
+    scored: QueryRecord | None = None  # the retrieval-phase record, until the first answer reuses it
     gate: GateDecision | None = None
+    early: list[GenerationEvent] = field(default_factory=list)  # generations awaiting the retrieval
 
 
 class UsageRecorder:
@@ -78,26 +86,26 @@ class UsageRecorder:
     :param manager: the :class:`~triage_plugins.runtime.manager.TriageManager` (reads ``.store``, ``.config``
         and ``.run_id``; broadcasts through ``emit_query_scored`` when it has one).
     :param registry: the metrics to compute (default: the manager's registry, read on first use).
-    :param complete: compute every per-query metric at every phase (a replay's final record of a query
-        never answered then holds the generation metrics as N/A), not only the phase's own.
+    :param replay: offline scoring (``triage score``): hold each query's events (the last retrieval, answer
+        and closed-book answer) until :meth:`finish`, then score it once with every per-query metric (a
+        query never answered holds the generation metrics as N/A) into its one final record.
     """
 
     #: Options this plugin reads (``TriageConfig.options``), with their defaults.
     triage_options: ClassVar[Mapping[str, Any]] = {"usage.max_queries": 10_000}
 
     def __init__(
-        self, manager: Any, *, registry: MetricRegistry | None = None, complete: bool = False
+        self, manager: PluginContext, *, registry: MetricRegistry | None = None, replay: bool = False
     ) -> None:
         self._manager = manager
         self._graph: Any = None
         self._aliases: dict[str, str | None] = {}
         self._grounder: Any = None
-        self._queries: OrderedDict[str, _Query] = OrderedDict()
-        self._early: OrderedDict[str, list[GenerationEvent]] = OrderedDict()
+        self._queries: OrderedDict[tuple[str, str], _Query] = OrderedDict()  # the one per-query map
         self._lock = threading.Lock()
         self._max = int(manager.config.options.get("usage.max_queries", 10_000))
         self._registry: MetricRegistry | None = registry
-        self._complete = complete
+        self._replay = replay
         self._names: dict[tuple[str, bool], tuple[str, ...]] = {}
         self._needed: dict[tuple[str, bool], frozenset[str]] = {}
         self._pending: list[tuple[Any, str | None, list[Any]]] = []  # (store, run id, rows) this batch
@@ -119,11 +127,11 @@ class UsageRecorder:
         with self._lock:
             return self._grounder_for()
 
-    def _remember(self, table: OrderedDict, key: str, value: Any) -> None:
-        table[key] = value
-        table.move_to_end(key)
-        while len(table) > self._max:
-            table.popitem(last=False)
+    def _remember(self, key: tuple[str, str], entry: _Query) -> None:
+        self._queries[key] = entry
+        self._queries.move_to_end(key)
+        while len(self._queries) > self._max:
+            self._queries.popitem(last=False)
 
     def __len__(self) -> int:
         """How many queries are held in memory."""
@@ -137,7 +145,7 @@ class UsageRecorder:
                 self._registry = BUILTIN_METRICS
             else:
                 try:
-                    self._registry = metric_registry(self._manager)
+                    self._registry = self._manager.metrics
                 except ConfigError as exc:
                     log.error("metrics registered by plugins are not recorded: %s", exc)
                     self._registry = BUILTIN_METRICS
@@ -152,11 +160,9 @@ class UsageRecorder:
             self._names[(stage, gold)] = names
         return names
 
-    def _compute(self, phase: str, gold: bool) -> frozenset[str] | None:
-        """The symbols computed at ``phase`` (``None``: all): those written then, and the chain links
+    def _compute(self, phase: str, gold: bool) -> frozenset[str]:
+        """The symbols computed at ``phase``: those written then, and the chain links
         of that phase (the signature reads them). At ``"generation"`` the retrieval-time ones are reused."""
-        if self._complete:
-            return None
         needed = self._needed.get((phase, gold))
         if needed is None:
             if phase == "retrieval":
@@ -179,20 +185,32 @@ class UsageRecorder:
 
     @hookimpl
     def triage_retrieval(self, event: RetrievalEvent) -> None:
+        key = (event.framework, event.query_id)
+        if self._replay:
+            self._hold(key, event)
+            return
         with self._lock:
+            held = self._queries.get(key)
+            early = held.early if held is not None else []
             entry = _Query(event)
-            self._remember(self._queries, event.query_id, entry)
-            early = self._early.pop(event.query_id, [])
+            self._remember(key, entry)
             grounder = self._grounder_for()
         gold = event.gold is not None
         metrics = usage_metrics(
             event, grounder=grounder, metrics=self.metrics(), only=self._compute("retrieval", gold)
         )
-        entry.metrics = metrics
-        names = self._stage("retrieval", gold)
-        self._publish(self._record(entry, "retrieval", metrics, names, chain=True))
+        entry.scored = self._record(entry, "retrieval", metrics, self._stage("retrieval", gold), chain=True)
+        self._publish(entry.scored)
         for generation in early:
             self.triage_generation(generation)
+
+    def retrieval_record(self, event: RetrievalEvent) -> QueryRecord | None:
+        """The record of the retrieval phase when this very ``event`` was scored and its answer has not
+        arrived yet (the gate reads its chain links from it), else ``None``."""
+        with self._lock:
+            entry = self._queries.get((event.framework, event.query_id))
+            record = entry.scored if entry is not None else None
+        return record if record is not None and record.retrieval is event else None
 
     @hookimpl(wrapper=True)
     def triage_gate(self, event: RetrievalEvent) -> Generator[None, Any, Any]:
@@ -209,29 +227,36 @@ class UsageRecorder:
 
     def _gate_seen(self, event: RetrievalEvent, decision: GateDecision) -> None:
         with self._lock:
-            entry = self._queries.get(event.query_id)
-            if entry is not None and entry.retrieval.framework == event.framework:
+            entry = self._queries.get((event.framework, event.query_id))
+            if entry is not None and entry.retrieval is not None:
                 entry.gate = decision
 
     @hookimpl
     def triage_generation(self, event: GenerationEvent) -> None:
+        key = (event.framework, event.query_id)
+        if self._replay:
+            self._hold(key, None, event)
+            return
         with self._lock:
-            entry = self._queries.get(event.query_id)
-            if entry is None:
+            entry = self._queries.get(key)
+            if entry is None or entry.retrieval is None:
                 # The answer overtook its retrieval (or the retrieval was evicted): keep it a while.
-                self._remember(self._early, event.query_id, [*self._early.get(event.query_id, []), event])
+                if entry is None:
+                    entry = _Query(None)
+                self._remember(key, entry)
+                entry.early.append(event)
                 log.debug("generation for %s arrived before its retrieval", event.query_id)
                 return
-            self._queries.move_to_end(event.query_id)
+            self._queries.move_to_end(key)
             if event.context == "none":
                 entry.closed_book = event
             else:
                 entry.answer = event
                 entry.closed_book_written = False
             answer, closed, retrieval = entry.answer, entry.closed_book, entry.retrieval
-            known = entry.metrics
+            known = entry.scored.metrics if entry.scored is not None else None
             if answer is not None:
-                entry.metrics = None  # used once: kept no longer than the answer (less for the GC to scan)
+                entry.scored = None  # used once: kept no longer than the answer (less for the GC to scan)
             grounder = self._grounder_for()
         if answer is None:
             return  # a closed-book answer alone: KNI waits for the retrieved-context answer
@@ -254,6 +279,60 @@ class UsageRecorder:
             entry.closed_book_written = True
         self._publish(self._record(entry, "generation", metrics, names, chain=True))
 
+    # ------------------------------------------------------------------ replay (offline scoring)
+
+    def _hold(
+        self, key: tuple[str, str], retrieval: RetrievalEvent | None, generation: GenerationEvent | None = None
+    ) -> None:
+        """File a replayed event under its query: the last of each part is scored. A query's place is
+        where its first retrieval came (an entry opened by an earlier answer moves there)."""
+        with self._lock:
+            entry = self._queries.get(key)
+            if entry is None:
+                entry = self._queries[key] = _Query(None)
+            if retrieval is not None:
+                if entry.retrieval is None:
+                    self._queries.move_to_end(key)
+                entry.retrieval = retrieval
+            elif generation is not None and generation.context == "none":
+                entry.closed_book = generation
+            else:
+                entry.answer = generation
+
+    def held(self) -> list[tuple[str, str]]:
+        """The ``(framework, query id)`` of every query held for :meth:`finish`, in scoring order."""
+        with self._lock:
+            return list(self._queries)
+
+    def holds_retrieval(self, framework: str, query_id: str) -> bool:
+        """Whether a retrieval of this query is held (a replay notes a query retrieved twice)."""
+        with self._lock:
+            entry = self._queries.get((framework, query_id))
+            return entry is not None and entry.retrieval is not None
+
+    def finish(self, framework: str, query_id: str) -> int:
+        """Score a held query once, publish its one final record, and forget it.
+
+        :return: how many of its generation events went unscored for want of a retrieval (0 or more).
+        """
+        with self._lock:
+            entry = self._queries.pop((framework, query_id), None)
+            grounder = self._grounder_for()
+        if entry is None:
+            return 0
+        retrieval, answer, closed = entry.retrieval, entry.answer, entry.closed_book
+        if retrieval is None:
+            return (answer is not None) + (closed is not None)
+        gold = retrieval.gold is not None
+        if answer is None:  # never answered: the retrieval's record, generation metrics N/A
+            metrics = usage_metrics(retrieval, grounder=grounder, metrics=self.metrics())
+            self._publish(self._record(entry, "retrieval", metrics, self._stage("retrieval", gold), chain=True))
+            return 0
+        metrics = usage_metrics(retrieval, answer, grounder=grounder, closed_book=closed, metrics=self.metrics())
+        names = self._stage("generation", gold) + (self._stage("closed_book", gold) if closed else ())
+        self._publish(self._record(entry, "generation", metrics, names, chain=True))
+        return 0
+
     # ------------------------------------------------------------------ records
 
     def _thresholds(self) -> dict[str, float]:
@@ -270,6 +349,7 @@ class UsageRecorder:
     ) -> QueryRecord:
         """The one record of this scoring step (the chain read when ``chain``)."""
         retrieval = entry.retrieval
+        assert retrieval is not None  # only a query with its retrieval is scored
         return QueryRecord(
             retrieval.framework,
             retrieval.query_id,
@@ -350,3 +430,14 @@ def _signature_row(retrieval: RetrievalEvent, d: Diagnosis, phase: str, fields: 
         "failed": failed,
     }
     return MetricRow("query", retrieval.query_id, "signature", None, name, details=details, **fields)
+
+
+def collect_records(manager: Any, prefix: str) -> RecordCollector:
+    """Register a :class:`~triage_plugins.contract.records.RecordCollector` on ``manager`` as
+    ``<prefix>.records`` (``triage probe``, ``triage demo``), and a scorer as ``<prefix>.scorer`` when
+    it has none (no default plugins, or ``triage.usage`` blocked)."""
+    if manager.scorer is None:
+        manager.register(UsageRecorder(manager), f"{prefix}.scorer")
+    collector = RecordCollector()
+    manager.register(collector, f"{prefix}.records")
+    return collector

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES
-from triage_plugins.metrics.registry import MetricRegistry, metric_registry
+from triage_plugins.metrics.registry import MetricRegistry
 from triage_plugins.report import plots
 from triage_plugins.report.html import (
     Safe,
@@ -24,6 +24,7 @@ from triage_plugins.report.html import (
     section,
     table,
 )
+from triage_plugins.runtime.registrations import metric_registry
 
 if TYPE_CHECKING:
     from triage_plugins.apps.compare import CompareResult, CompareRow, Difference, MetricSummary, SeedSummary
@@ -36,7 +37,7 @@ _GROUPS = ("implementation", "validation", "usage", "gold")
 
 def compare_columns(registry: MetricRegistry | None = None) -> dict[str, tuple[str, ...]]:
     """The compare tables' metric columns per group (``implementation``, ``validation``, ``usage``,
-    ``gold``), from ``registry`` (default :func:`~triage_plugins.metrics.registry.metric_registry`,
+    ``gold``), from ``registry`` (default :func:`~triage_plugins.runtime.registrations.metric_registry`,
     the registry ``triage compare`` scores with)."""
     registry = metric_registry() if registry is None else registry
     return {group: registry.columns(group) for group in _GROUPS}  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import GenerationEvent, RetrievalEvent, Triple
 from triage_plugins.diagnosis.chain import CHAIN, SIGNATURES, ChainStep, WindowTrigger, diagnose
-from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry, metric_registry
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.metrics.usage import rhd_distribution
 
@@ -694,13 +694,15 @@ def build_store_report(
     :param window: W of the rolling means and of the triggers (TRIAGE §4.5), at least 2.
     :param statistic: the triggers' statistic: ``"mean"``, ``"quantile"`` or ``"failing_rate"``.
     :param metrics: whose metrics are summarized (default
-        :func:`~triage_plugins.metrics.registry.metric_registry`); recorded metrics it does not know
+        :func:`~triage_plugins.runtime.registrations.metric_registry`); recorded metrics it does not know
         are summarized too, after its own.
     :param detail_queries: how many queries get a drill-down (:func:`load_query_details`; 0: none).
     :param detail_triples: at most this many retrieved triples per drilled-down query.
     """
     if window < 2:
         raise ConfigError(f"window must be >= 2 (one query never triggers an update), got {window}")
+    from triage_plugins.runtime.registrations import metric_registry
+
     registry = metric_registry() if metrics is None else metrics
     theta = {**registry.thresholds(), **(thresholds or {})}
     notes: list[str] = []

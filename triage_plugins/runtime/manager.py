@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -76,6 +76,7 @@ from triage_plugins.store.scoped import scoped
 if TYPE_CHECKING:
     from triage_plugins.contract.events import Gold
     from triage_plugins.kg.ontology import Ontology
+    from triage_plugins.metrics.registry import MetricRegistry
     from triage_plugins.plugins.feedback import FeedbackLearner
     from triage_plugins.plugins.recorder import StoreRecorder
     from triage_plugins.plugins.usage import UsageRecorder
@@ -143,11 +144,16 @@ class PluginInfo:
 
 @dataclass(frozen=True)
 class Registration:
-    """What one plugin registered through a registration hook, or why it failed (then drop ``items``)."""
+    """What one plugin registered through a registration hook, or why it failed (then drop ``items``).
+
+    :param source: where the plugin came from: ``"default"`` (the core's own), ``"entry point"`` or
+        ``"registered"``.
+    """
 
     plugin: str
     items: tuple[Any, ...]
     error: BaseException | None = None
+    source: str = "registered"
 
 
 @dataclass
@@ -165,7 +171,8 @@ class TriageManager:
     :param config: thresholds and switches read by the default plugins; with ``config.namespace``
         set, :attr:`store` is a :class:`~triage_plugins.store.scoped.ScopedStore` of that namespace.
     :param entry_points: load plugins from the ``triage`` entry-point group.
-    :param defaults: load the core's default plugins.
+    :param defaults: load the core's default plugins (:mod:`triage_plugins.plugins`), or only those
+        named (``defaults=("triage.metrics",)``: the built-in metrics and nothing else).
     :param synchronous: deliver notifications inline instead of on the background worker
         (defaults to ``TRIAGE_SYNC``); useful in tests and scripts.
     :param queue_size: bound of the notification queue; beyond it events are dropped and counted.
@@ -190,7 +197,7 @@ class TriageManager:
         *,
         config: TriageConfig | None = None,
         entry_points: bool = True,
-        defaults: bool = True,
+        defaults: bool | Collection[str] = True,
         synchronous: bool | None = None,
         queue_size: int = 10_000,
         batch_size: int = 256,
@@ -262,7 +269,7 @@ class TriageManager:
             self._pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
         try:
             if defaults:
-                self._load_defaults()
+                self._load_defaults(None if defaults is True else frozenset(defaults))  # type: ignore[arg-type]
             if entry_points:
                 self._load_entry_points()
             self.check_options()
@@ -296,11 +303,17 @@ class TriageManager:
         guard = self._guard()
         return {} if guard is None else guard.faults.to_dict()
 
-    def _load_defaults(self) -> None:
+    def _load_defaults(self, only: frozenset[str] | None = None) -> None:
         from triage_plugins.plugins import DEFAULT_PLUGINS
 
+        unknown = sorted((only or set()) - {name for name, _ in DEFAULT_PLUGINS})
+        if unknown:
+            known = ", ".join(name for name, _ in DEFAULT_PLUGINS)
+            raise ConfigError(
+                f"no default plugin named {', '.join(unknown)}; the default plugins are {known}"
+            )
         for name, target in DEFAULT_PLUGINS:
-            if self._pm.is_blocked(name):
+            if self._pm.is_blocked(name) or (only is not None and name not in only):
                 continue
             try:
                 module_name, _, attr = target.partition(":")
@@ -454,6 +467,15 @@ class TriageManager:
 
         return self._plugin_of_type(UsageRecorder)
 
+    @property
+    def metrics(self) -> MetricRegistry:
+        """The metrics this manager's plugins register through ``triage_register_metrics`` (the
+        built-in ones come from the default plugin ``triage.metrics``), read once
+        (:func:`~triage_plugins.runtime.registrations.metric_registry`)."""
+        from triage_plugins.runtime.registrations import metric_registry
+
+        return metric_registry(self)
+
     def implementers(self, hook_name: str) -> list[tuple[str, object]]:
         """``(name, plugin)`` of every registered plugin implementing ``hook_name``, in registration order."""
         return [
@@ -507,7 +529,8 @@ class TriageManager:
         finally:
             _registering.errors = None
         name = self._pm.get_name(plugin) or repr(plugin)
-        return Registration(name, tuple(items), errors.get(name))
+        source = self._sources.get(name, ("registered",))[0]
+        return Registration(name, tuple(items), errors.get(name), source)
 
     def _on_plugin_error(self, plugin: str, hook: str, exc: BaseException) -> None:
         key = (plugin, hook, type(exc).__name__)

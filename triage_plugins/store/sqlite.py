@@ -289,6 +289,10 @@ class SQLiteStore(SQLStore):
     def __init__(self, url_or_path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         self._path = _parse_target(url_or_path)
         self.readonly = readonly
+        # A delivery batch's writes (events, metric rows, scores) commit as one transaction of a file
+        # store (sql.py's grouped): one BEGIN/COMMIT per batch, not per write (benchmarks/RESULTS.md,
+        # the adapter's own CPU per query, issue #32 point 5). Not ``:memory:``: other threads' writes would join its one connection.
+        self.group_commits = self._path is not None and not readonly
         if readonly and (self._path is None or not self._path.is_file()):
             raise StoreError(f"no store at {url_or_path!s}: pass the path of an existing triage store")
         self._closed = False

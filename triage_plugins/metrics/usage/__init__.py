@@ -3,7 +3,7 @@
 Every per-query function has the same signature, ``f(retrieval, generation=None, *, grounder=None,
 closed_book=None) -> MetricResult`` (retrieval-time metrics ignore ``generation``), and has its
 :class:`~triage_plugins.metrics.registry.MetricSpec` in the registry under the paper's symbol.
-:func:`usage_metrics` computes every per-query metric of a registry at once; the built-in ones share
+:func:`~triage_plugins.metrics.per_query.usage_metrics` computes every per-query metric of a registry at once; the built-in ones share
 one :class:`QueryView` (the grounding and the subgraph index: this is the hot path, plain sets and
 dicts, no networkx).
 
@@ -25,16 +25,12 @@ as its value when finite and is N/A with ``details["hops"] = "inf"`` for the ∞
 :class:`MetricResult` value is always finite). :func:`rhd_distribution` aggregates ℓ over queries.
 
 The package: ``views`` (mention sets, the subgraph index, connectivity), ``kernels`` (one per metric),
-``query`` (:class:`QueryView`, :func:`usage_metrics`), ``functions`` (the public per-query functions),
+``query`` (:class:`QueryView`, :func:`query_view`), ``functions`` (the public per-query functions),
 ``population`` (the RHD distribution, RFR, HHR, the means over queries).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from triage_plugins.metrics.result import MetricResult
 from triage_plugins.metrics.usage.functions import (
     MetricFunction,
     answer_f1,
@@ -63,13 +59,10 @@ from triage_plugins.metrics.usage.population import (
     reasoning_failure_rate,
     rhd_distribution,
 )
-from triage_plugins.metrics.usage.query import QueryView, _registry, chain_head_metrics, usage_metrics
+from triage_plugins.metrics.usage.query import QueryView, query_view
 from triage_plugins.metrics.usage.views import Grounderlike
 
 __all__ = [
-    "GOLD_FREE",
-    "METRICS",
-    "POPULATION_METRICS",
     "Grounderlike",
     "MetricFunction",
     "QueryView",
@@ -78,7 +71,6 @@ __all__ = [
     "answer_grounding_rate",
     "answer_reasoning_faithfulness",
     "answer_utilization_rate",
-    "chain_head_metrics",
     "context_coverage",
     "entity_retrieval_coverage",
     "entity_retrieval_precision",
@@ -90,6 +82,7 @@ __all__ = [
     "hop_depth",
     "kg_net_impact",
     "query_grounding_rate",
+    "query_view",
     "reasoning_failure_rate",
     "reasoning_hop_depth",
     "reasoning_readiness_score",
@@ -98,22 +91,4 @@ __all__ = [
     "retrieval_path_precision",
     "retrieval_path_recall",
     "rhd_distribution",
-    "usage_metrics",
 ]
-
-METRICS: dict[str, MetricFunction]  # these three are provided by __getattr__ below
-GOLD_FREE: tuple[str, ...]
-POPULATION_METRICS: dict[str, Callable[..., MetricResult]]
-
-
-def __getattr__(name: str) -> Any:
-    """Views of the registry kept under their old names: ``METRICS`` (symbol -> per-query function),
-    ``GOLD_FREE`` (the deployable, gold-free per-query symbols: Table 2 above the dashed line) and
-    ``POPULATION_METRICS`` (symbol -> population ratio with no single-query value, §4.3.5)."""
-    if name == "METRICS":
-        return {spec.symbol: spec.function for spec in _registry(None).per_query}
-    if name == "GOLD_FREE":
-        return tuple(spec.symbol for spec in _registry(None).per_query if not spec.needs_gold)
-    if name == "POPULATION_METRICS":
-        return {s.symbol: s.function for s in _registry(None).select(phase="usage", stage="population")}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

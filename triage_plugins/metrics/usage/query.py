@@ -1,9 +1,9 @@
 """One query's shared view (:class:`QueryView`, whose methods are the built-in kernels) and
-:func:`usage_metrics`, which computes every per-query metric of a registry over it."""
+:func:`query_view`, which shares its retrieval-side parts between the views of one query
+(:func:`~triage_plugins.metrics.per_query.usage_metrics` computes a registry's metrics over it)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,7 @@ from triage_plugins.metrics.usage.views import (
 )
 
 if TYPE_CHECKING:
-    from triage_plugins.metrics.registry import MetricRegistry, MetricSpec
+    from triage_plugins.metrics.registry import MetricSpec
 
 
 # --------------------------------------------------------------------------- the shared per-query view
@@ -206,24 +206,10 @@ _NO_QUERY_MENTIONS = _Mentions(0, frozenset(), 0, False)
 
 # --------------------------------------------------------------------------- all at once
 
-_builtin: MetricRegistry | None = None
-
-
-def _registry(metrics: MetricRegistry | None) -> MetricRegistry:
-    global _builtin
-    if metrics is not None:
-        return metrics
-    if _builtin is None:  # imported late: the registry imports this module for its functions
-        from triage_plugins.metrics.registry import BUILTIN_METRICS
-
-        _builtin = BUILTIN_METRICS
-    return _builtin
-
-
 _last: tuple[Any, Any, QueryView] | None = None  # (retrieval, grounder, view) of the latest view
 
 
-def _view(
+def query_view(
     retrieval: RetrievalEvent,
     generation: GenerationEvent | None,
     grounder: Grounderlike | None,
@@ -240,34 +226,3 @@ def _view(
         view._q, view._sub, view._conn = shared._q, shared._sub, shared._conn
     _last = (retrieval, grounder, view)
     return view
-
-
-def chain_head_metrics(
-    retrieval: RetrievalEvent, *, grounder: Grounderlike | None = None
-) -> dict[str, MetricResult]:
-    """The chain links computable before the reader runs (QGR, ERC, RRS), for the synchronous gate."""
-    view = _view(retrieval, None, grounder, None)
-    return {spec.symbol: view.compute(spec) for spec in _registry(None).chain if spec.stage == "retrieval"}
-
-
-def usage_metrics(
-    retrieval: RetrievalEvent,
-    generation: GenerationEvent | None = None,
-    *,
-    grounder: Grounderlike | None = None,
-    closed_book: GenerationEvent | None = None,
-    metrics: MetricRegistry | None = None,
-    only: Collection[str] | None = None,
-) -> dict[str, MetricResult]:
-    """Every per-query usage metric of ``metrics`` (default: the built-in registry) for one query, in
-    registry order, sharing one grounding and one subgraph index (:class:`QueryView`).
-
-    Answer-side metrics are N/A without ``generation``, gold metrics without ``retrieval.gold``, KNI
-    without ``closed_book`` (a ``context="none"`` generation). ``only``: compute just these symbols
-    (the others are left out of the result, not N/A).
-    """
-    view = _view(retrieval, generation, grounder, closed_book)
-    specs = _registry(metrics).per_query
-    if only is not None:
-        return {spec.symbol: view.compute(spec) for spec in specs if spec.symbol in only}
-    return {spec.symbol: view.compute(spec) for spec in specs}
