@@ -1,10 +1,12 @@
 """``triage compare``: the same corpus and questions through every installed framework (DESIGN §1.4).
 
 A framework takes part through a small runner (:class:`FrameworkRunner`): it drives the framework over
-the corpus in one mode and **emits events through the manager** — it computes nothing. Every number of
-a row then comes from that framework's own recorded events, filtered by ``framework`` and
-``retriever`` (:func:`aggregate_events`), scored with :func:`triage_plugins.apps.score.score_events`
-(KG Implementation §4.1, KG Validation §4.2, KG Usage §4.3, the chain §4.5).
+the corpus in one mode and **emits events through the manager** — it computes nothing. The row's
+manager scores each query once, live (DESIGN §4 "Scoring once"), and every number of a row comes from
+the records it broadcast (:class:`~triage_plugins.contract.records.QueryRecord`, KG Usage §4.3 and the
+chain §4.5; :class:`~triage_plugins.contract.records.GraphRecord`, KG Implementation §4.1 and Validation
+§4.2), filtered by ``framework`` and ``retriever`` (:func:`aggregate_records`): the table shows what the
+store's report shows, and no metric is computed twice.
 
 Decisions:
 
@@ -44,7 +46,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from triage_plugins.adapter_kit.recording import EventRecorder
 from triage_plugins.adapter_kit.runner import (
     Corpus,
     FrameworkRunner,
@@ -68,15 +69,15 @@ from triage_plugins.contract.events import (
     RetrievalEvent,
 )
 from triage_plugins.contract.hookspecs import hookimpl
-from triage_plugins.contract.records import GraphRecord
+from triage_plugins.contract.records import GraphRecord, QueryRecord, RecordCollector
 from triage_plugins.diagnosis.calibration import Interval
-from triage_plugins.metrics.registry import BUILTIN_METRICS
-from triage_plugins.metrics.result import MetricResult
+from triage_plugins.diagnosis.chain import SIGNATURES
+from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry
+from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.reference.runner import ReferenceRunner
 from triage_plugins.store.scoped import SCORE_UNITS_PARAM
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.score import ScoreReport
     from triage_plugins.kg.ontology import Ontology
     from triage_plugins.runtime.manager import Registration, TriageManager
     from triage_plugins.store import Store
@@ -102,6 +103,7 @@ __all__ = [
     "Setup",
     "add_intervals",
     "aggregate_events",
+    "aggregate_records",
     "embedded_corpus",
     "load_corpus_dir",
     "load_question_file",
@@ -621,15 +623,144 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
-def _summarize_notes(notes: Sequence[str]) -> list[str]:
-    """Per-query notes that repeat (a gate reroute retrieves a query twice) become one count."""
-    twice = [n for n in notes if "retrieved twice" in n]
-    out = [n for n in notes if "retrieved twice" not in n]
+Scored = tuple[QueryRecord, dict[str, MetricResult]]
+"""A query's final record with every per-query metric of the registry (:func:`_completed`)."""
+
+
+def aggregate_records(
+    records: Iterable[QueryRecord],
+    framework: str,
+    retriever: str | None = None,
+    *,
+    mode: str | None = None,
+    registry: MetricRegistry = BUILTIN_METRICS,
+    graphs: Sequence[GraphRecord] = (),
+    triples_extracted: int | None = None,
+) -> CompareRow:
+    """One compare row from the records a scorer broadcast, scoring nothing again: only records whose
+    ``framework`` is ``framework``, and whose retrieval's ``retriever`` is ``retriever`` (when given).
+
+    A query's last record is its reading (a gate reroute's last retrieval). Usage (§4.3), RHD (eq. 33)
+    and signatures (§4.5) come from round-0 queries; each feedback round is summarized apart.
+
+    :param records: the records in the order they were broadcast (a query is placed where it was first
+        scored); a metric of ``registry`` a record lacks is N/A with the reason (a live scorer computes
+        the gold metrics only for queries with gold).
+    :param registry: the metrics the records were scored with (the columns).
+    :param graphs: the graph records of the run, in order: the framework's first gives the graph size,
+        its last the Implementation (§4.1) and Validation (§4.2) metrics (what the store's report shows).
+    :param triples_extracted: triples extracted in the framework's first extraction run.
+    """
+    by_round, twice = _finals_by_round(records, framework, retriever, registry)
+    row = CompareRow(framework, mode or retriever or "-", "ok", triples_extracted=triples_extracted)
+    _fill_graph(row, [g for g in graphs if g.framework == framework], registry)
+    round0 = by_round.get(0, [])
+    _fill_usage(row, round0, registry)
+    row.latency = _latency(round0)
+    for rnd in sorted(by_round):
+        scored = by_round[rnd]
+        hits = _summary("Hits@1", (m["Hits@1"] for _, m in scored if "Hits@1" in m))
+        per_question = {
+            parse_query_id(r.query_id)[0]: float(v)
+            for r, m in scored
+            if "Hits@1" in m and (v := m["Hits@1"].value) is not None
+        }
+        row.rounds.append(RoundSummary(rnd, len(scored), hits.mean, _signature_counts(scored), per_question))
+    if len(row.rounds) == 1:
+        row.rounds = []
     if twice:
-        out.append(
-            f"{len(twice)} queries were retrieved twice (a gate reroute): the last retrieval is scored"
+        row.notes.append(
+            f"{twice} queries were retrieved twice (a gate reroute): the last retrieval is scored"
         )
+    return row
+
+
+def _finals_by_round(
+    records: Iterable[QueryRecord], framework: str, retriever: str | None, registry: MetricRegistry
+) -> tuple[dict[int, list[Scored]], int]:
+    """Feedback round -> each query's final record with its completed metrics, in the order queries were
+    first scored; and how many round-0 queries were retrieved more than once."""
+    last: dict[str, QueryRecord] = {}  # a local of this call: the row's queries, read once
+    twice: set[str] = set()
+    for record in records:
+        if record.framework != framework:
+            continue
+        if retriever is not None and record.retrieval.retriever != retriever:
+            continue
+        before = last.get(record.query_id)
+        if before is not None and before.retrieval is not record.retrieval:
+            twice.add(record.query_id)
+        last[record.query_id] = record
+    by_round: dict[int, list[Scored]] = {}
+    for record in last.values():
+        by_round.setdefault(parse_query_id(record.query_id)[2], []).append(
+            (record, _completed(record, registry))
+        )
+    return by_round, sum(parse_query_id(q)[2] == 0 for q in twice)
+
+
+def _completed(record: QueryRecord, registry: MetricRegistry) -> dict[str, MetricResult]:
+    """Every per-query metric of ``registry`` for ``record``, in registry order: the scorer's value, or
+    N/A with the reason where the scorer computed none (no gold, no answer)."""
+    out: dict[str, MetricResult] = {}
+    for spec in registry.per_query:
+        result = record.metrics.get(spec.symbol)
+        if result is None:
+            if spec.needs_gold and record.gold is None:
+                result = na(spec.symbol, "no gold annotations for this query")
+            elif record.answer is None:
+                result = na(spec.symbol, "no generation event for this query")
+            else:
+                result = na(spec.symbol, "not scored for this query")
+        out[spec.symbol] = result
     return out
+
+
+def _fill_graph(row: CompareRow, graphs: Sequence[GraphRecord], registry: MetricRegistry) -> None:
+    """The row's graph size and its Implementation and Validation metrics from its graph records, or
+    notes saying why there are none."""
+    columns = registry.columns
+    if graphs:
+        row.graph_triples = len(graphs[0].event.graph.triples)
+        metrics = graphs[-1].metrics
+        row.implementation = {k: metrics[k] for k in columns("implementation") if k in metrics}
+        row.validation = {k: metrics[k] for k in columns("validation") if k in metrics}
+    if not row.implementation:
+        row.notes.append(
+            "implementation: no extraction events in the trace"
+            if row.triples_extracted is None or graphs
+            else "implementation: no graph event in the trace (extractions are scored against one)"
+        )
+    if not graphs:
+        row.notes.append("validation: no graph event in the trace")
+
+
+def _fill_usage(row: CompareRow, round0: Sequence[Scored], registry: MetricRegistry) -> None:
+    """The row's usage and gold summaries, RHD, signatures and per-question rates from round 0."""
+    from triage_plugins.metrics.usage import rhd_distribution
+
+    columns = registry.columns
+    row.queries = len(round0)
+    row.usage = {m: _summary(m, (ms[m] for _, ms in round0 if m in ms)) for m in columns("usage")}
+    row.distributions = {
+        m: [float(ms[m].value) for _, ms in round0 if m in ms and ms[m].value is not None]
+        for m in columns("usage")
+    }
+    if any(r.gold is not None for r, _ in round0):
+        row.gold = {m: _summary(m, (ms[m] for _, ms in round0 if m in ms)) for m in columns("gold")}
+    rhd = rhd_distribution(ms["RHD"] for _, ms in round0 if "RHD" in ms)
+    row.rhd = {("inf" if k == math.inf else str(int(k))): v for k, v in rhd.items()}
+    row.signatures = _signature_counts(round0)
+    row.per_question = _per_question(round0)
+
+
+def _signature_counts(scored: Sequence[Scored]) -> dict[str, int]:
+    """Chain signature -> queries, in the chain's order, ``"undetermined"`` last."""
+    counts = Counter(r.signature or "undetermined" for r, _ in scored)
+    ordered = {s: counts[s] for s in SIGNATURES if counts[s]}
+    if counts["undetermined"]:
+        ordered["undetermined"] = counts["undetermined"]
+    return ordered
 
 
 def aggregate_events(
@@ -641,127 +772,68 @@ def aggregate_events(
     ontology: Ontology | None = None,
     thresholds: Mapping[str, float] | None = None,
     gold: Mapping[str, Gold] | None = None,
-    graph_record: GraphRecord | None = None,
 ) -> CompareRow:
-    """One compare row from recorded events: only events whose ``framework`` is ``framework``, and only
-    retrievals whose ``retriever`` is ``retriever`` (when given) with the generations of their query ids.
-
-    Phases (§4.1, §4.2) come from the framework's extraction events and its first graph event; usage
-    (§4.3), RHD (eq. 33) and signatures (§4.5) from round-0 queries; each feedback round is scored apart.
+    """One compare row from recorded events, offline: the framework's events are replayed through a
+    synchronous scorer (:class:`~triage_plugins.apps.score.Replay`, each query scored once) and its
+    first graph event is scored, then :func:`aggregate_records` builds the row.
 
     :param gold: question id -> gold annotations, attached to retrievals that carry none (a host
         framework does not know the benchmark's gold; the question id is read from :func:`query_id`).
-    :param graph_record: the framework's graph as its manager scored it last (what the store's report
-        shows); its metrics replace the phases scored here from the first graph event.
     """
-    from triage_plugins.apps.score import score_events
+    from triage_plugins.apps.score import Replay, Trace, score_phases
+    from triage_plugins.runtime.registrations import metric_registry
 
     mine = [e for e in events if getattr(e, "framework", None) == framework]
     extractions = [e for e in mine if isinstance(e, ExtractionEvent)]
-    graphs = [e for e in mine if isinstance(e, GraphEvent)]
-    by_round = _queries_by_round(mine, retriever, gold)
-    row = CompareRow(framework, mode or retriever or "-", "ok")
-    if extractions:
-        first_run = extractions[0].run_id
-        row.triples_extracted = sum(len(e.triples) for e in extractions if e.run_id == first_run)
-    graph = graphs[0] if graphs else None
+    graph = next((e for e in mine if isinstance(e, GraphEvent)), None)
+    registry = metric_registry()
+    replay = Replay(thresholds, registry)
+    try:
+        if graph is not None:
+            replay.use_graph(graph)
+        for event in _query_events(mine, retriever, gold):
+            replay.feed(event)
+        records = list(replay.records())
+    finally:
+        replay.close()
+    graphs: list[GraphRecord] = []
     if graph is not None:
-        row.graph_triples = len(graph.graph.triples)
-    round0 = by_round.get(0, [])
-    base = score_events(
-        [*extractions, *([graph] if graph else []), *round0],
-        ontology=ontology,
-        thresholds=thresholds,
-    )
-    _fill_metrics(row, base, round0)
-    if graph_record is not None:
-        _use_graph_record(row, graph_record, base)
-    row.latency = _latency(round0)
-    for rnd in sorted(by_round):
-        report = base if rnd == 0 else score_events(by_round[rnd], thresholds=thresholds)
-        hits = _summary("Hits@1", (q.metrics["Hits@1"] for q in report.queries))
-        per_question = {
-            parse_query_id(q.query_id)[0]: float(v)
-            for q in report.queries
-            if (v := q.metrics["Hits@1"].value) is not None
-        }
-        row.rounds.append(
-            RoundSummary(rnd, len(report.queries), hits.mean, dict(report.signatures), per_question)
-        )
-    if len(row.rounds) == 1:
-        row.rounds = []
-    row.notes.extend(_summarize_notes(base.notes))
-    return row
+        phases = score_phases(Trace(extractions, graph), ontology, None, registry)
+        scored = {k: v for phase in phases.values() for k, v in phase.metrics.items()}
+        graphs.append(GraphRecord(framework, graph, scored))
+    first_run = extractions[0].run_id if extractions else None
+    extracted = sum(len(e.triples) for e in extractions if e.run_id == first_run) if extractions else None
+    return aggregate_records(
+        records, framework, retriever, mode=mode, registry=registry, graphs=graphs,
+        triples_extracted=extracted,
+    )  # fmt: skip
 
 
-def _queries_by_round(
+def _query_events(
     mine: Sequence[Event], retriever: str | None, gold: Mapping[str, Gold] | None
-) -> dict[int, list[Event]]:
-    """Feedback round -> the retrievals of ``retriever`` (gold attached) and their generations."""
+) -> list[RetrievalEvent | GenerationEvent]:
+    """The retrievals of ``retriever`` (gold attached), then the generations of their query ids."""
     retrievals = [
         e for e in mine if isinstance(e, RetrievalEvent) and (retriever is None or e.retriever == retriever)
     ]
     if gold:
         retrievals = [_with_gold(e, gold) for e in retrievals]
-    by_round: dict[int, list[Event]] = {}
-    qids_round: dict[str, int] = {}
-    for e in retrievals:
-        rnd = parse_query_id(e.query_id)[2]
-        qids_round[e.query_id] = rnd
-        by_round.setdefault(rnd, []).append(e)
-    for e in mine:
-        if isinstance(e, GenerationEvent) and e.query_id in qids_round:
-            by_round[qids_round[e.query_id]].append(e)
-    return by_round
+    asked = {e.query_id for e in retrievals}
+    generations = [e for e in mine if isinstance(e, GenerationEvent) and e.query_id in asked]
+    return [*retrievals, *generations]
 
 
-def _fill_metrics(row: CompareRow, base: ScoreReport, round0: Sequence[Event]) -> None:
-    """The row's phase metrics, usage and gold summaries, RHD and signatures from round 0's report."""
-    phases = base.phases
-    graph_metrics = {**phases["implementation"].metrics, **phases["validation"].metrics}
-    columns = base.registry.columns
-    row.implementation = {k: graph_metrics[k] for k in columns("implementation") if k in graph_metrics}
-    row.validation = {k: graph_metrics[k] for k in columns("validation") if k in graph_metrics}
-    for phase in phases.values():
-        if phase.skipped:
-            row.notes.append(f"{phase.name}: {phase.skipped}")
-    queries = base.queries
-    row.queries = len(queries)
-    row.usage = {m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("usage")}
-    row.distributions = {
-        m: [float(q.metrics[m].value) for q in queries if m in q.metrics and q.metrics[m].value is not None]
-        for m in columns("usage")
-    }
-    has_gold = any(isinstance(e, RetrievalEvent) and e.gold is not None for e in round0)
-    if has_gold:
-        row.gold = {
-            m: _summary(m, (q.metrics[m] for q in queries if m in q.metrics)) for m in columns("gold")
-        }
-    row.rhd = {("inf" if k == math.inf else str(int(k))): v for k, v in base.rhd.items()}
-    row.signatures = dict(base.signatures)
-    row.per_question = _per_question(queries)
-
-
-def _use_graph_record(row: CompareRow, record: GraphRecord, base: ScoreReport) -> None:
-    """The row's Implementation and Validation metrics from its manager's graph record."""
-    columns = base.registry.columns
-    row.implementation = {k: record.metrics[k] for k in columns("implementation") if k in record.metrics}
-    row.validation = {k: record.metrics[k] for k in columns("validation") if k in record.metrics}
-    scored = ("validation: ", "implementation: ") if row.implementation else ("validation: ",)
-    row.notes = [n for n in row.notes if not n.startswith(scored)]
-
-
-def _per_question(queries: Sequence[Any]) -> dict[str, dict[str, float]]:
+def _per_question(scored: Sequence[Scored]) -> dict[str, dict[str, float]]:
     """Per-question values of the rates that get intervals: Hits@1 and each chain signature's share
     (a 0/1 indicator per diagnosed question), keyed ``"Hits@1"`` and ``"chain:<signature>"``."""
     out: dict[str, dict[str, float]] = {}
-    diagnosed = [(parse_query_id(q.query_id)[0], q.signature) for q in queries if q.signature is not None]
+    diagnosed = [(parse_query_id(r.query_id)[0], r.signature) for r, _ in scored if r.signature is not None]
     for sig in sorted({s for _, s in diagnosed} | ({"supported"} if diagnosed else set())):
         out[f"chain:{sig}"] = {qid: float(s == sig) for qid, s in diagnosed}
     hits = {
-        parse_query_id(q.query_id)[0]: float(q.metrics["Hits@1"].value)
-        for q in queries
-        if "Hits@1" in q.metrics and q.metrics["Hits@1"].value is not None
+        parse_query_id(r.query_id)[0]: float(m["Hits@1"].value)
+        for r, m in scored
+        if "Hits@1" in m and m["Hits@1"].value is not None
     }
     if hits:
         out["Hits@1"] = hits
@@ -815,19 +887,14 @@ def add_intervals(result: CompareResult, questions: Sequence[Question], *, n_res
     result.differences = _with_holm(result.differences)
 
 
-def _latency(round0: Sequence[Event]) -> dict[str, float | None]:
-    """Median retrieval, generation and whole-query seconds of round 0 (closed-book answers left out)."""
-    gen_seconds = {
-        e.query_id: e.seconds for e in round0 if isinstance(e, GenerationEvent) and e.context != "none"
-    }
-    ret = [e for e in round0 if isinstance(e, RetrievalEvent)]
+def _latency(round0: Sequence[Scored]) -> dict[str, float | None]:
+    """Median retrieval, generation and whole-query seconds of round 0's scored retrievals and their
+    answers (closed-book answers left out)."""
+    timed = [(r.retrieval.seconds, r.answer.seconds if r.answer is not None else None) for r, _ in round0]
     return {
-        "retrieval_median": _median(e.seconds for e in ret),
-        "generation_median": _median(gen_seconds.values()),
-        "query_median": _median(
-            (e.seconds or 0.0) + (gen_seconds.get(e.query_id) or 0.0) if e.seconds is not None else None
-            for e in ret
-        ),
+        "retrieval_median": _median(ret for ret, _ in timed),
+        "generation_median": _median(gen for _, gen in timed),
+        "query_median": _median(ret + (gen or 0.0) if ret is not None else None for ret, gen in timed),
     }
 
 
@@ -1039,23 +1106,27 @@ def _score_moves(store: Store, namespace: str, top: int = 6) -> list[tuple[str, 
     return up + down[::-1]
 
 
-class _RowCollector(EventRecorder):
-    """A row's events, and the latest graph record per framework (what the store's report shows)."""
+class _RowCollector(RecordCollector):
+    """What a row's scorer broadcast (query and graph records), and the number of triples each
+    framework extracted in its first extraction run (counted, the events are not kept)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.graphs: dict[str, GraphRecord] = {}
+        self.first_run: dict[str, str] = {}
+        self.extracted: Counter[str] = Counter()
 
     @hookimpl
-    def triage_graph_scored(self, record: GraphRecord) -> None:
-        self.graphs[record.framework] = record
+    def triage_extraction(self, event: ExtractionEvent) -> None:
+        if self.first_run.setdefault(event.framework, event.run_id) == event.run_id:
+            self.extracted[event.framework] += len(event.triples)
 
 
 def _row_manager(
     runner: FrameworkRunner, mode: str, plan: _Plan
 ) -> tuple[TriageManager, _RowCollector, str, str]:
-    """A fresh synchronous manager for one row, its event collector, store run id and score namespace."""
+    """A fresh synchronous manager for one row, its record collector, store run id and score namespace."""
     from triage_plugins.contract.config import CHAIN_THRESHOLDS, TriageConfig
+    from triage_plugins.plugins.usage import UsageRecorder
     from triage_plugins.runtime.manager import TriageManager
     from triage_plugins.store.scoped import ScopedStore
 
@@ -1077,6 +1148,8 @@ def _row_manager(
     gold = {q.id: q.gold for q in plan.questions if q.gold is not None}
     manager.gold_of = lambda qid: gold.get(parse_query_id(qid)[0])
     manager.ontology = plan.corpus.ontology
+    if manager.scorer is None:  # the default scorer blocked (TRIAGE_DISABLE_PLUGINS): the row needs one
+        manager.register(UsageRecorder(manager), name="triage.compare.scorer")
     collector = _RowCollector()
     manager.register(collector, name="triage.compare.collector")
     plan.units.extend(f"{namespace}:{u}" for u in ("triple", "chunk"))
@@ -1084,7 +1157,8 @@ def _row_manager(
 
 
 def _run_one(runner: FrameworkRunner, mode: str, plan: _Plan) -> CompareRow:
-    """Run ``runner`` in ``mode`` and score what it emitted; a failure is a ``"failed"`` row."""
+    """Run ``runner`` in ``mode`` and summarize the records its manager scored; a failure is a
+    ``"failed"`` row."""
     framework = getattr(runner, "framework", runner.name)
     retriever_of = getattr(runner, "retriever_of", None)
     retriever = retriever_of(mode) if callable(retriever_of) else mode
@@ -1109,20 +1183,19 @@ def _run_one(runner: FrameworkRunner, mode: str, plan: _Plan) -> CompareRow:
             )
         seconds = time.perf_counter() - started
         try:
-            row = aggregate_events(
-                collector.events,
+            row = aggregate_records(
+                collector.take(),
                 framework,
                 retriever,
                 mode=mode,
-                ontology=plan.corpus.ontology,
-                thresholds=manager.config.thresholds,
-                gold={q.id: q.gold for q in plan.questions if q.gold is not None},
-                graph_record=collector.graphs.get(framework),
+                registry=manager.metrics,
+                graphs=collector.graphs,
+                triples_extracted=collector.extracted.get(framework),
             )
         except Exception as exc:  # noqa: BLE001
-            log.warning("compare: scoring %s/%s failed: %s", runner.name, mode, exc, exc_info=exc)
+            log.warning("compare: summarizing %s/%s failed: %s", runner.name, mode, exc, exc_info=exc)
             return CompareRow(
-                runner.name, mode, "failed", f"scoring failed: {type(exc).__name__}: {exc}", seconds
+                runner.name, mode, "failed", f"summarizing failed: {type(exc).__name__}: {exc}", seconds
             )
     finally:
         manager.close()  # ends the run once, with its dropped/undelivered counts and write failures
