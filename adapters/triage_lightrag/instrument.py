@@ -56,6 +56,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Unpack
 
 from triage_lightrag.ingestion import IngestionHooks
@@ -529,9 +530,12 @@ class LightRAGInstrumentor(IngestionHooks, RankingHooks, ScorePersistence, Instr
         if self._grounder is not None and answer:
             found = self._grounder.ground_answer(answer)
             mentions, grounding = tuple(found.mentions), dict(found.grounding)
-        self.manager.emit_generation(
-            GenerationEvent(FRAMEWORK, qid, answer, mentions, grounding, None, seconds, context)  # type: ignore[arg-type]
-        )
+        values = (FRAMEWORK, qid, answer, mentions, grounding, None, seconds, context)
+        if _generation_checked(qid, answer, mentions, grounding, seconds, context):
+            event = GenerationEvent.trusted(*values[:4], MappingProxyType(grounding), *values[5:])
+        else:
+            event = GenerationEvent(*values)  # type: ignore[arg-type]  # names what is wrong
+        self.manager.emit_generation(event)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -548,6 +552,23 @@ def workspace_config(config: TriageConfig | None, workspace: str) -> TriageConfi
 
     base = config or TriageConfig()
     return dataclasses.replace(base, namespace=join_namespaces(base.namespace, workspace))
+
+
+def _generation_checked(
+    qid: Any, answer: Any, mentions: tuple, grounding: dict[str, Any], seconds: Any, context: Any
+) -> bool:
+    """Whether a generation event's parts are in the form :meth:`GenerationEvent.trusted` takes
+    (mentions and grounding come from one coalesced grounding: its keys are the mentions)."""
+    return (
+        type(qid) is str
+        and bool(qid.strip())
+        and isinstance(answer, str)
+        and all(isinstance(m, str) and m.strip() for m in mentions)
+        and all(n is None or (isinstance(n, str) and n.strip()) for n in grounding.values())
+        and type(seconds) is float
+        and 0.0 <= seconds < float("inf")
+        and context in ("retrieved", "none")
+    )
 
 
 def _param(param: Any) -> Any:

@@ -19,6 +19,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from triage_plugins import (
@@ -283,7 +284,9 @@ def retrieved_subgraph(data: Mapping[str, Any]) -> Subgraph:
     nodes = tuple(
         dict.fromkeys(str(e["entity_name"]) for e in data.get("entities") or () if e.get("entity_name"))
     )
-    return Subgraph(tuple(triples), nodes)
+    if all(n.strip() for n in nodes):  # triples are Triples with distinct ids by construction
+        return Subgraph.trusted(tuple(triples), nodes)
+    return Subgraph(tuple(triples), nodes)  # names the blank one
 
 
 def retrieved_chunks(data: Mapping[str, Any]) -> tuple[Chunk, ...]:
@@ -407,7 +410,7 @@ def retrieval_event(
             "entities + relations returned by LightRAG's vector queries (top_k each); "
             "graph neighbours read afterwards are not counted"
         )
-    return RetrievalEvent(
+    values = (
         FRAMEWORK,
         query_id,
         query,
@@ -415,11 +418,33 @@ def retrieval_event(
         grounding,
         retrieved_subgraph(data),
         (),
-        retrieved_chunks(data),
+        retrieved_chunks(data),  # Chunks with distinct ids by construction
         expanded,
         note,
         seconds,
         mode if mode in MODES else "default",
+        None,
+    )
+    if _checked(query_id, query, mentions, grounding, expanded, seconds):
+        return RetrievalEvent.trusted(*values[:4], MappingProxyType(grounding), *values[5:])
+    return RetrievalEvent(*values)  # names what is wrong
+
+
+def _checked(
+    query_id: Any, query: Any, mentions: list[str], grounding: dict[str, Any], expanded: Any, seconds: Any
+) -> bool:
+    """Whether the parts :func:`retrieval_event` does not build itself are in the form
+    :meth:`RetrievalEvent.trusted` takes (else the checked constructor says what is wrong)."""
+    return (
+        type(query_id) is str
+        and bool(query_id.strip())
+        and isinstance(query, str)
+        and all(isinstance(m, str) and m.strip() for m in mentions)
+        and all(n is None or (isinstance(n, str) and n.strip()) for n in grounding.values())
+        and type(expanded) is int
+        and expanded >= 0
+        and type(seconds) is float
+        and 0.0 <= seconds < math.inf
     )
 
 

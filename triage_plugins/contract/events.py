@@ -73,6 +73,23 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
+def _trusted(cls: type, values: tuple) -> Any:
+    """An instance of the slotted dataclass ``cls`` holding ``values`` (every field, in order) as
+    given, without ``__post_init__``: for parts its caller built and checked itself. It equals what
+    the checked constructor makes from the same values when they are already in its normal form."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    obj = object.__new__(cls)
+    setter = object.__setattr__
+    for name, value in zip(names, values, strict=True):
+        setter(obj, name, value)
+    return obj
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _need_id(obj: object, name: str) -> str:
     value = getattr(obj, name)
     if not isinstance(value, str):
@@ -264,6 +281,12 @@ class Subgraph:
         triples = _tuple_of(self, "triples", Triple)
         _unique(self, "triples", (t.id for t in triples))
         _str_tuple(self, "nodes")
+
+    @classmethod
+    def trusted(cls, triples: tuple[Triple, ...], nodes: tuple[str, ...]) -> Subgraph:
+        """The subgraph of parts the caller guarantees (an adapter's translation): ``triples`` a tuple
+        of :class:`Triple` with distinct ids, ``nodes`` a tuple of non-blank strings. Not checked."""
+        return _trusted(cls, (triples, nodes))
 
     @property
     def node_ids(self) -> frozenset[str]:
@@ -657,6 +680,16 @@ class RetrievalEvent(Event):
         if self.gold is not None and not isinstance(self.gold, Gold):
             _fail(self, "gold", f"must be a Gold or None, got {type(self.gold).__name__}")
 
+    @classmethod
+    def trusted(cls, *values: Any) -> RetrievalEvent:
+        """The event of every field's value, in order, in the checked constructor's normal form, from
+        a caller that checked them (an adapter's translation): ids non-blank strings, ``mentions`` a
+        tuple of non-blank strings, ``grounding`` a ``MappingProxyType`` of its own dict naming only
+        those mentions (nodes non-blank strings or ``None``), ``paths`` / ``chunks`` tuples (paths over
+        ``subgraph`` triples, chunk ids distinct), ``expanded_nodes`` an ``int`` >= 0 or ``None``,
+        ``seconds`` a finite ``float`` >= 0 or ``None``. Not checked; equal to the checked event."""
+        return _trusted(cls, values)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "event": self.kind,
@@ -753,6 +786,13 @@ class GenerationEvent(Event):
         _need_number(self, "seconds", optional=True, low=0.0)
         if self.context not in GENERATION_CONTEXTS:
             _fail(self, "context", f"must be one of {GENERATION_CONTEXTS}, got {self.context!r}")
+
+    @classmethod
+    def trusted(cls, *values: Any) -> GenerationEvent:
+        """The event of every field's value, in order, checked by the caller as for
+        :meth:`RetrievalEvent.trusted` (``answer_grounding`` a ``MappingProxyType`` of its own dict,
+        ``context`` one of :data:`GENERATION_CONTEXTS`). Not checked; equal to the checked event."""
+        return _trusted(cls, values)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -108,6 +108,7 @@ class UsageRecorder:
         self._replay = replay
         self._names: dict[tuple[str, bool], tuple[str, ...]] = {}
         self._needed: dict[tuple[str, bool], frozenset[str]] = {}
+        self._theta: tuple[MetricRegistry, Any, dict[str, float]] | None = None
         self._pending: list[tuple[Any, str | None, list[Any]]] = []  # (store, run id, rows) this batch
         at_batch_end = getattr(manager, "at_batch_end", None)
         self._batched = bool(at_batch_end is not None and at_batch_end("triage.usage", self.write_pending))
@@ -336,7 +337,13 @@ class UsageRecorder:
     # ------------------------------------------------------------------ records
 
     def _thresholds(self) -> dict[str, float]:
-        return {**self.metrics().thresholds(), **self._manager.config.thresholds}
+        """The registry's θ overridden by the config's, remembered while the registry is the same
+        object and the config's θ are equal (a dict compare, not a merge, per record)."""
+        registry, config = self.metrics(), self._manager.config.thresholds
+        cached = self._theta
+        if cached is None or cached[0] is not registry or cached[1] != config:
+            cached = self._theta = (registry, dict(config), {**registry.thresholds(), **config})
+        return cached[2]
 
     def _record(
         self,
@@ -379,9 +386,12 @@ class UsageRecorder:
         from triage_plugins.store import MetricRow
 
         retrieval = record.retrieval
-        fields = {"framework": retrieval.framework, "retriever": retrieval.retriever}
+        framework, retriever, qid = retrieval.framework, retrieval.retriever, retrieval.query_id
+        fields = {"framework": framework, "retriever": retriever}
+        # MetricRow.from_result's row, built positionally (one call per row, no keyword dict)
         rows = [
-            MetricRow.from_result("query", retrieval.query_id, r, **fields) for r in record.settled_results()
+            MetricRow("query", qid, r.name, r.value, r.reason, None, framework, retriever, r.details, r.n)
+            for r in record.settled_results()
         ]
         if record.diagnosis is not None:
             rows.append(_signature_row(retrieval, record.diagnosis, record.phase, fields))
