@@ -167,7 +167,7 @@ def reweight_reports(
             ids = tuple(dict.fromkeys(ids))
             p = _priorities(manager, query, unit, ids, [weight / top] * len(ids), None)
             if p is not None:
-                value = sum(p) / len(p)
+                value = math.fsum(p) / len(p)  # exact: the ids come in GraphRAG's uuid order, new each run
                 answered = True
                 break
         values.append(value)

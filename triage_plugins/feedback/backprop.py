@@ -224,6 +224,20 @@ def _with_baseline(
     )
 
 
+def _canonical(
+    paths: Sequence[Sequence[str]], utilities: Sequence[float | None]
+) -> tuple[list[Sequence[str]], list[float | None]]:
+    """The paths (and their utilities) sorted by their unit ids, then utility: eq. 3–7 do not depend
+    on the order of the paths, but their floating-point sums do, and a framework may list the same
+    candidates in another order on every run (a host that sorts a community's relationships by
+    fresh random ids). Learned scores are then a function of the set of paths, bit for bit."""
+    order = sorted(
+        range(len(paths)),
+        key=lambda k: (tuple(paths[k]), utilities[k] is None, utilities[k] or 0.0),
+    )
+    return [paths[k] for k in order], [utilities[k] for k in order]
+
+
 @dataclass(frozen=True, slots=True)
 class Update:
     """What one feedback step changed.
@@ -327,6 +341,8 @@ class FeedbackOptimizer:
         n_scored = sum(u is not None for u in utilities)
         if n_scored == 0:
             return Update({}, alpha, alpha, None, 0)
+        first_seen = dict.fromkeys(i for p in paths for i in p)
+        paths, utilities = _canonical(paths, utilities)
         if baseline:
             paths, utilities, relevance = _with_baseline(paths, utilities, relevance)
         index = PathIndex.build(paths)
@@ -345,7 +361,8 @@ class FeedbackOptimizer:
         grad = loss_and_gradient(s_r, s_c, alpha, index, utilities, fac)
         if not grad.informative:
             return Update({}, alpha, alpha, grad, n_scored)
-        deltas = self._raw_deltas(index.ids, raw, grad.d_sc)
+        found = self._raw_deltas(index.ids, raw, grad.d_sc)
+        deltas = {i: found[i] for i in first_seen if i in found}  # in the order the paths named them
         new_alpha = self._write_step(deltas, grad.d_alpha)
         return Update(deltas, alpha, new_alpha, grad, n_scored)
 

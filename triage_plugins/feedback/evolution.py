@@ -280,6 +280,7 @@ class KGEvolution:
         if triples and self.scores.unit == "triple":
             in_graph = {t.id for t in triples}
             raw = {k: v for k, v in raw.items() if k in in_graph}
+        raw = dict(sorted(raw.items()))  # μ and σ summed in one order, whatever order the store keeps
         s_c = dict(
             zip(raw, self.scores.normalize(np.fromiter(raw.values(), dtype=np.float64)).tolist(), strict=True)
         )
