@@ -501,7 +501,8 @@ def test_rows_carry_clustered_intervals_identical_under_any_hash_seed() -> None:
 
 def test_a_metric_a_runner_declares_not_comparable_is_shown_as_na_with_why() -> None:
     from triage_graphrag.runner import GraphRAGRunner
-    from triage_plugins.apps.compare import CompareRow, MetricSummary, _mark_not_comparable
+    from triage_plugins.apps.compare import _mark_not_comparable
+    from triage_plugins.report.results import CompareRow, MetricSummary
 
     def row(mode: str) -> CompareRow:
         r = CompareRow("graphrag", mode, "ok")
@@ -542,9 +543,9 @@ def test_seed_interval_is_the_student_t_interval_of_the_seed_means() -> None:
 
 
 def test_the_html_shows_hits_intervals_and_marks_differences_not_significant() -> None:
-    from triage_plugins.apps.compare import Difference
     from triage_plugins.diagnosis.calibration import Interval
     from triage_plugins.report import compare_html
+    from triage_plugins.report.results import Difference
 
     result = run_compare(embedded_corpus(0, n_questions=12), frameworks=["reference"], modes=["path", "krag"])
     path, krag = result.rows

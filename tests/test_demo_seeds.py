@@ -10,8 +10,9 @@ import statistics
 import pytest
 from typer.testing import CliRunner
 
-from triage_plugins.apps.demo import SeedInterval, run_demo
+from triage_plugins.apps.demo import run_demo
 from triage_plugins.cli import app
+from triage_plugins.report.results import SeedInterval
 from triage_plugins.store import Store
 
 

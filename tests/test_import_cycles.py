@@ -2,8 +2,9 @@
 
 The graph is read from the source with :mod:`ast`, not from ``sys.modules``: every ``import`` counts,
 at module top or inside a function (a late import hides a cycle from Python, not from the design).
-Imports under ``if TYPE_CHECKING:`` are left out: they never run, so they cannot tie two folders
-together at import time, and annotations may name a type of an outer layer.
+Imports under ``if TYPE_CHECKING:`` are left out of the cycles: they never run, so they cannot tie two
+folders together at import time. They count where a folder must not know another at all: ``report``
+names nothing of ``apps``, not even in an annotation (issue 32).
 """
 
 from __future__ import annotations
@@ -74,6 +75,19 @@ def folder_imports(root: Path = ROOT) -> Edges:
                 if folder is not None and folder != source:
                     edges[source][folder].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
     return edges
+
+
+def imports_into(folder: str, target: str, root: Path = ROOT) -> list[str]:
+    """Every import in ``folder`` of a module of the folder ``target`` (``"module:line"``), those under
+    ``if TYPE_CHECKING:`` included."""
+    found: list[str] = []
+    for path in sorted((root / folder).rglob("*.py")):
+        module = _module_name(path, root)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if any(_folder(name, root) == target for name in _imported(node, package)):
+                found.append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
+    return found
 
 
 def _is_module(name: str, root: Path) -> bool:
@@ -161,8 +175,10 @@ def test_no_import_cycle_among_the_metric_modules():
 
 
 def test_report_imports_nothing_from_apps():
-    """The report renders records and rows (issue 32): the commands call it, it calls no command."""
+    """The report renders records and rows (issue 32): the commands call it, it calls no command, and
+    it names none of their types either: what it renders is :mod:`triage_plugins.report.results`."""
     assert "apps" not in folder_imports()["report"]
+    assert not imports_into("report", "apps"), imports_into("report", "apps")
 
 
 def test_the_contract_imports_only_itself():
@@ -183,6 +199,27 @@ def test_a_late_import_counts(tmp_path: Path):
     edges = folder_imports(pkg)
     assert "b" in edges["a"] and "a" in edges["b"]
     assert cycles(edges) == [["a", "b"]]
+
+
+def test_an_import_for_annotations_only_counts_for_imports_into(tmp_path: Path):
+    """``imports_into`` sees ``TYPE_CHECKING`` blocks, relative imports and ``from package import folder``."""
+    pkg = tmp_path / PACKAGE
+    for folder in ("apps", "report"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "apps" / "score.py").write_text("class QueryScore: ...\n")
+    (pkg / "report" / "a.py").write_text(
+        f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from {PACKAGE}.apps.score import QueryScore\n"
+    )
+    (pkg / "report" / "b.py").write_text("from ..apps import score\n")
+    (pkg / "report" / "c.py").write_text(f"def f():\n    from {PACKAGE} import apps\n")
+    (pkg / "report" / "d.py").write_text(f"from {PACKAGE}.report import a\n")
+    assert "apps" in folder_imports(pkg)["report"]  # b and c; a is only an annotation
+    assert imports_into("report", "apps", pkg) == [
+        f"{PACKAGE}.report.a:3",
+        f"{PACKAGE}.report.b:1",
+        f"{PACKAGE}.report.c:2",
+    ]
 
 
 def test_a_module_cycle_inside_a_folder_is_found(tmp_path: Path):

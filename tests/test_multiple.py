@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from triage_plugins.apps.compare import Difference, _with_holm
+from triage_plugins.apps.compare import _with_holm
 from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.diagnosis.intervals import paired_difference
 from triage_plugins.diagnosis.multiple import bca_p_value, holm_adjust
+from triage_plugins.report.results import Difference
 from triage_plugins.report.terminal import _differences_table
 
 

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from triage_plugins.apps.compare import CompareResult, CompareRow, embedded_corpus, run_compare
+from triage_plugins.apps.compare import embedded_corpus, run_compare
 from triage_plugins.cli import app
 from triage_plugins.contract.errors import ConfigError
 from triage_plugins.contract.events import (
@@ -40,6 +40,7 @@ from triage_plugins.report.compare_html import TAB_SCRIPT
 from triage_plugins.report.data import load_query_details
 from triage_plugins.report.html import Safe, script_hash, table
 from triage_plugins.report.query_view import SCRIPT, embedded_panels
+from triage_plugins.report.results import CompareResult, CompareRow
 from triage_plugins.report.subgraph_svg import layout, subgraph_svg
 from triage_plugins.runtime.manager import TriageManager
 from triage_plugins.store import MetricRow, Store

@@ -63,9 +63,9 @@ def test_score_lists_the_worst_queries_first(demo, tmp_path) -> None:
 
 
 def test_worst_first_orders_by_chain_then_silent_then_supported() -> None:
-    from triage_plugins.apps.score import QueryScore
     from triage_plugins.diagnosis.chain import diagnose
     from triage_plugins.metrics.result import MetricResult
+    from triage_plugins.report.results import QueryScore
 
     def q(qid: str, values: dict[str, float], hits: float) -> QueryScore:
         metrics = {k: MetricResult(k, v) for k, v in values.items()} | {

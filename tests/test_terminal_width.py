@@ -15,13 +15,14 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from triage_plugins.apps.compare import CompareResult, CompareRow, embedded_corpus, run_compare
+from triage_plugins.apps.compare import embedded_corpus, run_compare
 from triage_plugins.apps.score import render_score_report, score_events
 from triage_plugins.cli import app
 from triage_plugins.diagnosis.chain import SIGNATURES
 from triage_plugins.report import build_store_report, render_compare, render_store_report
 from triage_plugins.report.compare_html import compare_columns
 from triage_plugins.report.data import CHAIN_METRICS
+from triage_plugins.report.results import CompareResult, CompareRow
 from triage_plugins.report.score_order import worst_first
 from triage_plugins.store import Store
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from triage_plugins import hookimpl
 from triage_plugins.apps import compare
-from triage_plugins.apps.compare import CompareResult, aggregate_events
+from triage_plugins.apps.compare import aggregate_events
 from triage_plugins.apps.score import CHAIN_COLUMNS, render_score_report, score_events
 from triage_plugins.cli import app
 from triage_plugins.contract.config import CHAIN_THRESHOLDS, TriageConfig
@@ -49,6 +49,7 @@ from triage_plugins.metrics.registry import (
 from triage_plugins.metrics.result import MetricResult, na, ok
 from triage_plugins.report import build_store_report, compare_html, render_compare, store_html
 from triage_plugins.report.data import SUMMARY_METRICS
+from triage_plugins.report.results import CompareResult
 from triage_plugins.runtime.manager import TriageManager
 from triage_plugins.runtime.registrations import metric_registry
 

@@ -7,10 +7,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from triage_plugins.apps.probe import Observation, run_probe, strata
+from triage_plugins.apps.probe import run_probe, strata
 from triage_plugins.cli import app
 from triage_plugins.contract.events import Triple
 from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.report.results import Observation
 
 
 def _by_name(rows):

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from triage_plugins.apps.probe import Observation, run_probe
+from triage_plugins.apps.probe import run_probe
 from triage_plugins.apps.score import score_events
 from triage_plugins.contract.events import Triple
 from triage_plugins.contract.graph_view import GraphView
+from triage_plugins.report.results import Observation
 from triage_plugins.store import open_store
 
 FIELDS = {"ERC": "ERC", "RRS": "RRS", "QGR": "QGR", "RPC": "RPC"}

@@ -44,7 +44,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from triage_plugins.adapter_kit.runner import (
     Corpus,
@@ -70,11 +70,19 @@ from triage_plugins.contract.events import (
 )
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.contract.records import GraphRecord, QueryRecord, RecordCollector
-from triage_plugins.diagnosis.calibration import Interval
 from triage_plugins.diagnosis.chain import SIGNATURES
 from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry
 from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.reference.runner import ReferenceRunner
+from triage_plugins.report.results import (
+    CompareResult,
+    CompareRow,
+    Difference,
+    MetricSummary,
+    RoundSummary,
+    SeedStat,
+    SeedSummary,
+)
 from triage_plugins.store.scoped import SCORE_UNITS_PARAM
 
 if TYPE_CHECKING:
@@ -88,18 +96,11 @@ __all__ = [
     "RUNNERS",
     "USAGE_METRICS",
     "VALIDATION_METRICS",
-    "CompareResult",
-    "CompareRow",
     "Corpus",
-    "Difference",
     "FrameworkRunner",
-    "MetricSummary",
     "Progress",
     "Question",
     "ReferenceRunner",
-    "RoundSummary",
-    "SeedStat",
-    "SeedSummary",
     "Setup",
     "add_intervals",
     "aggregate_events",
@@ -125,9 +126,6 @@ IMPLEMENTATION_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("implementatio
 VALIDATION_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("validation")
 USAGE_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("usage")
 GOLD_METRICS: tuple[str, ...] = BUILTIN_METRICS.columns("gold")
-
-Status = Literal["ok", "failed", "unavailable"]
-
 
 # --------------------------------------------------------------------------- inputs
 
@@ -308,172 +306,6 @@ def _add_runners(registry: RunnerRegistry, done: Registration) -> None:
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True, slots=True)
-class MetricSummary:
-    """A per-query metric over a row's queries: median and mean of the defined values, N/A count."""
-
-    name: str
-    median: float | None
-    mean: float | None
-    n: int
-    na: int
-    reason: str | None = None  # the most common N/A reason
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"median": self.median, "mean": self.mean, "n": self.n, "na": self.na, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class RoundSummary:
-    """One feedback round of a row: its queries, accuracy (Hits@1 mean over every question) and
-    signature counts; with a held-out split (:func:`split_rated`), Hits@1 of the questions that were
-    never rated, with its 95 % interval, and of the rated ones (:func:`add_intervals` fills them)."""
-
-    round: int
-    queries: int
-    hits_at_1: float | None
-    signatures: Mapping[str, int]
-    per_question: Mapping[str, float] = field(default_factory=dict)  # question id -> Hits@1
-    held_out: float | None = None
-    held_out_n: int = 0
-    held_out_interval: Interval | None = None
-    rated: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "round": self.round,
-            "queries": self.queries,
-            "hits_at_1": self.hits_at_1,
-            "held_out_hits_at_1": self.held_out,
-            "held_out_questions": self.held_out_n,
-            "held_out_interval": None
-            if self.held_out_interval is None
-            else _interval_dict(self.held_out_interval),
-            "rated_hits_at_1": self.rated,
-            "signatures": dict(self.signatures),
-        }
-
-
-@dataclass
-class CompareRow:
-    """One framework × mode: status, then everything computed from its own events."""
-
-    framework: str
-    mode: str
-    status: Status
-    reason: str | None = None
-    seconds: float | None = None
-    triples_extracted: int | None = None
-    graph_triples: int | None = None
-    queries: int = 0
-    implementation: dict[str, MetricResult] = field(default_factory=dict)
-    validation: dict[str, MetricResult] = field(default_factory=dict)
-    usage: dict[str, MetricSummary] = field(default_factory=dict)
-    gold: dict[str, MetricSummary] | None = None
-    rhd: dict[str, float] = field(default_factory=dict)
-    signatures: dict[str, int] = field(default_factory=dict)
-    latency: dict[str, float | None] = field(default_factory=dict)
-    rounds: list[RoundSummary] = field(default_factory=list)
-    distributions: dict[str, list[float]] = field(default_factory=dict)
-    score_moves: list[tuple[str, float, int]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    per_question: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> question -> value
-    intervals: dict[str, Interval] = field(default_factory=dict)
-    setup: Setup = field(default_factory=Setup)
-
-    @property
-    def label(self) -> str:
-        return f"{self.framework} / {self.mode}"
-
-    @property
-    def display_label(self) -> str:
-        """:attr:`label`, followed by ``"(non-default: …)"`` when the row's query set-up is not the
-        framework's default (#18 item 3)."""
-        return f"{self.label} {self.setup.label}" if self.setup.label else self.label
-
-    def interval_text(self, metric: str, digits: int = 3) -> str:
-        """The ``"[low, high]"`` cell of ``metric``'s 95 % interval; ``""`` without one."""
-        from triage_plugins.diagnosis.intervals import format_interval
-
-        return format_interval(self.intervals.get(metric), digits)
-
-    def to_dict(self) -> dict[str, Any]:
-        def result(r: MetricResult) -> dict[str, Any]:
-            return {"value": r.value, "reason": r.reason, "n": r.n}
-
-        return {
-            "framework": self.framework,
-            "mode": self.mode,
-            "status": self.status,
-            "reason": self.reason,
-            "seconds": self.seconds,
-            "triples_extracted": self.triples_extracted,
-            "graph_triples": self.graph_triples,
-            "queries": self.queries,
-            "implementation": {k: result(v) for k, v in self.implementation.items()},
-            "validation": {k: result(v) for k, v in self.validation.items()},
-            "usage": {k: v.to_dict() for k, v in self.usage.items()},
-            "gold": None if self.gold is None else {k: v.to_dict() for k, v in self.gold.items()},
-            "rhd": dict(self.rhd),
-            "signatures": dict(self.signatures),
-            "latency": dict(self.latency),
-            "rounds": [r.to_dict() for r in self.rounds],
-            "score_moves": [{"id": i, "delta": d, "n_updates": n} for i, d, n in self.score_moves],
-            "intervals": {k: _interval_dict(v) for k, v in self.intervals.items()},
-            "setup": {"description": self.setup.description, "default": self.setup.default},
-            "notes": list(self.notes),
-        }
-
-
-def _interval_dict(iv: Interval) -> dict[str, Any]:
-    return {
-        "estimate": iv.estimate,
-        "low": iv.low,
-        "high": iv.high,
-        "confidence": iv.confidence,
-        "method": iv.method,
-        "n": iv.n,
-        "n_clusters": iv.n_clusters,
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """A paired difference of one per-question rate between two rows (``a`` − ``b``) over the
-    questions both answered, with its clustered BCa interval; significant when it excludes 0.
-    ``p_value`` is the bootstrap's two-sided p; ``p_holm`` the same Holm-adjusted over every
-    difference of ``metric`` in the comparison (:mod:`triage_plugins.diagnosis.multiple`)."""
-
-    a: str
-    b: str
-    metric: str
-    interval: Interval
-    p_value: float | None = None
-    p_holm: float | None = None
-
-    @property
-    def significant(self) -> bool:
-        """The interval excludes 0 (one test alone, not corrected for the others)."""
-        return self.interval.low > 0.0 or self.interval.high < 0.0
-
-    @property
-    def significant_holm(self) -> bool:
-        """Significant at 1 − confidence after Holm's correction over the metric's family."""
-        return self.p_holm is not None and self.p_holm < 1 - self.interval.confidence
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "a": self.a,
-            "b": self.b,
-            "metric": self.metric,
-            "significant": self.significant,
-            "p_value": self.p_value,
-            "p_holm": self.p_holm,
-            "significant_holm": self.significant_holm,
-            **_interval_dict(self.interval),
-        }
-
-
 def _with_holm(differences: list[Difference]) -> list[Difference]:
     """``differences`` with ``p_holm`` filled: Holm over the differences of each metric."""
     from triage_plugins.diagnosis.multiple import holm_adjust
@@ -484,76 +316,6 @@ def _with_holm(differences: list[Difference]) -> list[Difference]:
         for i, p in zip(family, holm_adjust([out[i].p_value or 0.0 for i in family]), strict=True):
             out[i] = replace(out[i], p_holm=p)
     return out
-
-
-@dataclass
-class CompareResult:
-    """All rows of a comparison, with what was asked for."""
-
-    rows: list[CompareRow]
-    corpus: str
-    questions: int
-    seed: int
-    feedback_rounds: int
-    store: str | None = None
-    notes: list[str] = field(default_factory=list)
-    differences: list[Difference] = field(default_factory=list)
-    across_seeds: SeedSummary | None = None  # ``--seeds N`` with N > 1; the rows are the first seed's
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {
-            "corpus": self.corpus,
-            "questions": self.questions,
-            "seed": self.seed,
-            "feedback_rounds": self.feedback_rounds,
-            "store": self.store,
-            "rows": [r.to_dict() for r in self.rows],
-            "differences": [d.to_dict() for d in self.differences],
-            "notes": list(self.notes),
-        }
-        if self.across_seeds is not None:
-            out["across_seeds"] = self.across_seeds.to_dict()
-        return out
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False, default=str)
-
-
-@dataclass(frozen=True, slots=True)
-class SeedStat:
-    """One rate of one row over corpus seeds: its value per seed (``None`` where the row did not
-    complete), the mean of the defined ones and their t interval
-    (:func:`~triage_plugins.diagnosis.intervals.seed_interval`)."""
-
-    values: tuple[float | None, ...]
-    mean: float | None
-    interval: Interval | None
-
-    def to_dict(self) -> dict[str, Any]:
-        iv = self.interval
-        return {
-            "values": list(self.values),
-            "mean": self.mean,
-            "low": None if iv is None else iv.low,
-            "high": None if iv is None else iv.high,
-            "confidence": None if iv is None else iv.confidence,
-            "method": None if iv is None else iv.method,
-        }
-
-
-@dataclass
-class SeedSummary:
-    """``triage compare --seeds N``: per row label, per rate (``Hits@1``, ``chain:<signature>``), its
-    :class:`SeedStat` over the corpus seeds."""
-
-    seeds: tuple[int, ...]
-    rows: dict[str, dict[str, SeedStat]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "seeds": list(self.seeds),
-            "rows": {label: {m: s.to_dict() for m, s in stats.items()} for label, stats in self.rows.items()},
-        }
 
 
 def _seed_value(row: CompareRow | None, metric: str) -> float | None:

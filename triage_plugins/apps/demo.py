@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,14 +24,14 @@ from triage_plugins.contract.events import Gold
 from triage_plugins.metrics.answers import gold_hit
 from triage_plugins.metrics.result import MetricResult
 from triage_plugins.reference.retrievers import FEEDBACK_RETRIEVER, RETRIEVERS
+from triage_plugins.report.results import DemoResult, DemoSeeds, QueryScore, ScoreReport, SeedInterval
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.score import QueryScore, ScoreReport
     from triage_plugins.offline.world import Question, World
     from triage_plugins.plugins.feedback import FeedbackLearner
     from triage_plugins.reference.pipeline import ReferencePipeline
 
-__all__ = ["DemoResult", "DemoSeeds", "SeedInterval", "answer_is_correct", "run_demo", "run_demo_seeds"]
+__all__ = ["answer_is_correct", "run_demo", "run_demo_seeds"]
 
 
 
@@ -40,45 +39,6 @@ def answer_is_correct(answer: str, gold: Sequence[str]) -> bool:
     """ACC as EvoRAG measures it: a gold answer is contained in the response (normalized, whole
     words) — the one gold-hit rule, :func:`triage_plugins.metrics.answers.gold_hit`."""
     return gold_hit(answer, gold)
-
-
-@dataclass
-class DemoResult:
-    """What ``triage demo`` measured."""
-
-    seed: int
-    world: dict[str, int]
-    implementation: dict[str, MetricResult]
-    validation: dict[str, MetricResult]
-    usage: ScoreReport
-    accuracy: dict[str, float]
-    rounds: list[dict[str, Any]]
-    traced: QueryScore | None
-    store: str | None
-    seconds: float
-    dropped_events: int
-    plugin_failures: int
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        def metric(r: MetricResult) -> dict[str, Any]:
-            return {"value": r.value, "reason": r.reason, "n": r.n}
-
-        return {
-            "seed": self.seed,
-            "world": self.world,
-            "implementation": {k: metric(v) for k, v in self.implementation.items()},
-            "validation": {k: metric(v) for k, v in self.validation.items()},
-            "usage": self.usage.to_dict(),
-            "accuracy_static": self.accuracy,
-            "feedback_rounds": self.rounds,
-            "traced_query": self.traced.to_dict() if self.traced is not None else None,
-            "store": self.store,
-            "seconds": round(self.seconds, 3),
-            "dropped_events": self.dropped_events,
-            "plugin_failures": self.plugin_failures,
-            "notes": self.notes,
-        }
 
 
 def _accuracy(
@@ -288,75 +248,6 @@ def _feedback_rounds(
             }
         )
     return out
-
-
-@dataclass(frozen=True)
-class SeedInterval:
-    """Mean over seeds of one quantity with its two-sided Student-t interval (``None`` with a reason
-    when it is undefined: fewer than two seeds)."""
-
-    values: tuple[float, ...]
-    mean: float | None
-    low: float | None
-    high: float | None
-    confidence: float = 0.95
-    reason: str | None = None
-
-    @classmethod
-    def of(cls, values: Sequence[float], confidence: float = 0.95) -> SeedInterval:
-        """mean ± t(1 − α/2, n − 1) · s / √n over the seeds (a t-interval: seeds are independent worlds)."""
-        import math
-        import statistics
-
-        from scipy.stats import t
-
-        vals = tuple(values)
-        if not vals:
-            return cls(vals, None, None, None, confidence, "no seed measured it")
-        mean = statistics.fmean(vals)
-        if len(vals) < 2:
-            return cls(vals, mean, None, None, confidence, "an interval needs at least 2 seeds")
-        half = (
-            float(t.ppf(0.5 + confidence / 2, len(vals) - 1)) * statistics.stdev(vals) / math.sqrt(len(vals))
-        )
-        return cls(vals, mean, mean - half, mean + half, confidence)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "values": list(self.values),
-            "mean": self.mean,
-            "low": self.low,
-            "high": self.high,
-            "confidence": self.confidence,
-            "method": "Student t-interval over seeds",
-            "reason": self.reason,
-        }
-
-
-@dataclass
-class DemoSeeds:
-    """``triage demo --seeds N``: the first seed's full result, and held-out accuracy of the feedback
-    retriever before (static) and after the last feedback round, per seed, with intervals."""
-
-    first: DemoResult
-    seeds: list[int]
-    before: SeedInterval
-    after: SeedInterval
-    gain: SeedInterval  # after − before, paired by seed
-    feedback_rounds: int
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self.first.to_dict()
-        out["seeds"] = {
-            "seeds": self.seeds,
-            "retriever": FEEDBACK_RETRIEVER,
-            "feedback_rounds": self.feedback_rounds,
-            "store": "only the first seed's runs are written to the store; the others run in memory",
-            "held_out_accuracy_static": self.before.to_dict(),
-            "held_out_accuracy_after": self.after.to_dict(),
-            "gain": self.gain.to_dict(),
-        }
-        return out
 
 
 def run_demo_seeds(

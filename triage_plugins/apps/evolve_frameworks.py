@@ -59,7 +59,7 @@ from triage_plugins.offline.templates import render_kb_fact
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from triage_plugins.apps.compare import CompareResult
+    from triage_plugins.report.results import CompareResult
     from triage_plugins.store.base import Store
 
 __all__ = [

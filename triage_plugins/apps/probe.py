@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,12 +29,13 @@ from triage_plugins.contract.events import Gold
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.contract.records import RecordCollector
 from triage_plugins.diagnosis.calibration import clustered_bca_interval, youden_threshold
-from triage_plugins.reference.probe_builder import PAPER_TABLE5, PAPER_THETA_ERC, ProbeQuestion, build_probe
+from triage_plugins.reference.probe_builder import build_probe
+from triage_plugins.report.results import Observation, ProbeResult, Stratum
 
 if TYPE_CHECKING:
     from triage_plugins.metrics.result import MetricResult
 
-__all__ = ["PROBE_RETRIEVERS", "Observation", "ProbeResult", "Stratum", "run_probe", "strata"]
+__all__ = ["PROBE_RETRIEVERS", "run_probe", "strata"]
 
 PROBE_RETRIEVERS: tuple[str, ...] = (
     "gold-entity",
@@ -58,67 +58,6 @@ def _metrics(collector: RecordCollector, framework: str, query_id: str) -> Mappi
             "(triage.probe.scorer, triage.probe.records) blocked by TRIAGE_DISABLE_PLUGINS?"
         )
     return record.metrics
-
-
-@dataclass(frozen=True)
-class Observation:
-    """One question × retriever run."""
-
-    question_id: str
-    category: str
-    retriever: str
-    ERC: float | None
-    RRS: float | None
-    QGR: float | None
-    RPC: float | None
-    CC: float | None
-    hits1: float | None
-    answer: str
-
-
-@dataclass(frozen=True)
-class Stratum:
-    """One row of Table 5: CC % and Hits@1 % with clustered BCa intervals."""
-
-    name: str
-    n: int
-    cc: float | None
-    cc_ci: tuple[float, float] | None
-    hits1: float | None
-    hits1_ci: tuple[float, float] | None
-
-
-@dataclass
-class ProbeResult:
-    """Everything ``triage probe`` measured."""
-
-    kb: str
-    questions: list[ProbeQuestion]
-    observations: list[Observation]
-    pooled: list[Stratum]
-    per_retriever: dict[str, list[Stratum]]
-    theta_erc: float | None
-    theta_ci: tuple[float, float] | None
-    youden_j: float | None
-    category_counts: dict[str, int]
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        def rows(items: list[Stratum]) -> list[dict[str, Any]]:
-            return [s.__dict__ for s in items]
-
-        return {
-            "kb": self.kb,
-            "categories": self.category_counts,
-            "observations": [o.__dict__ for o in self.observations],
-            "pooled": rows(self.pooled),
-            "per_retriever": {k: rows(v) for k, v in self.per_retriever.items()},
-            "theta_erc": self.theta_erc,
-            "theta_erc_ci": self.theta_ci,
-            "youden_j": self.youden_j,
-            "paper": {"table5": PAPER_TABLE5, "theta_erc": PAPER_THETA_ERC},
-            "notes": self.notes,
-        }
 
 
 def _value(metrics: Mapping[str, MetricResult], name: str) -> float | None:

@@ -49,7 +49,7 @@ from triage_plugins.contract.events import (
 )
 from triage_plugins.contract.hookspecs import hookimpl
 from triage_plugins.contract.records import QueryRecord
-from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES, Diagnosis
+from triage_plugins.diagnosis.chain import REMEDIATION, SIGNATURES
 from triage_plugins.metrics.registry import BUILTIN_METRICS, MetricRegistry
 from triage_plugins.metrics.result import MetricResult, na
 from triage_plugins.metrics.usage import (
@@ -59,6 +59,7 @@ from triage_plugins.metrics.usage import (
     hard_hits_rate,
     rhd_distribution,
 )
+from triage_plugins.report.results import BadLines, PhaseReport, QueryScore, ScoreReport
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,11 +69,7 @@ if TYPE_CHECKING:
     from triage_plugins.kg.ontology import Ontology
 
 __all__ = [
-    "BadLines",
     "CalibrationReport",
-    "PhaseReport",
-    "QueryScore",
-    "ScoreReport",
     "calibrate_rows",
     "read_events",
     "render_calibration",
@@ -87,162 +84,7 @@ log = logging.getLogger("triage.scoring")
 CHAIN_COLUMNS: tuple[str, ...] = tuple(spec.symbol for spec in BUILTIN_METRICS.chain)
 
 
-def result_dict(result: MetricResult) -> dict[str, Any]:
-    return {
-        "value": result.value,
-        "reason": result.reason,
-        "n": result.n,
-        # _json_safe inlined for the finite values (most): one call per value was ~5 % of `triage score`
-        "details": {
-            k: v if not isinstance(v, float) or math.isfinite(v) else _json_safe(v)
-            for k, v in result.details.items()
-        },
-    }
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else ("-inf" if value < 0 else None)
-    return value
-
-
-def rhd_key(k: int | float) -> str:
-    return "inf" if k == math.inf else str(int(k))
-
-
-# --------------------------------------------------------------------------- report
-
-
-@dataclass(slots=True)
-class PhaseReport:
-    """One TKG phase: its metrics, or why it was skipped."""
-
-    name: str
-    metrics: dict[str, MetricResult] = field(default_factory=dict)
-    skipped: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"skipped": self.skipped, "metrics": {k: result_dict(v) for k, v in self.metrics.items()}}
-
-
-@dataclass(slots=True)
-class QueryScore:
-    """The usage metrics of one query and its chain diagnosis (``None`` when undetermined)."""
-
-    query_id: str
-    framework: str
-    retriever: str
-    query: str
-    metrics: dict[str, MetricResult]
-    diagnosis: Diagnosis | None
-    undetermined: str | None = None
-    answered: bool = False
-
-    @property
-    def signature(self) -> str | None:
-        return self.diagnosis.signature if self.diagnosis is not None else None
-
-    def row(self) -> dict[str, Any]:
-        """A flat row: ids, each metric's value (``None`` when N/A) and the signature."""
-        out: dict[str, Any] = {
-            "query_id": self.query_id,
-            "framework": self.framework,
-            "retriever": self.retriever,
-            "query": self.query,
-        }
-        out.update({name: r.value for name, r in self.metrics.items()})
-        out["signature"] = self.signature
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        d = self.diagnosis
-        return {
-            "query_id": self.query_id,
-            "framework": self.framework,
-            "retriever": self.retriever,
-            "query": self.query,
-            "answered": self.answered,
-            "signature": self.signature,
-            "undetermined": self.undetermined,
-            "stage": d.remediation.stage if d is not None else None,
-            "chain": [
-                {
-                    "metric": s.metric,
-                    "value": s.value,
-                    "threshold": s.threshold,
-                    "status": s.status,
-                    "reason": s.reason,
-                }
-                for s in (d.steps if d is not None else ())
-            ],
-            "metrics": {k: result_dict(v) for k, v in self.metrics.items()},
-        }
-
-
-@dataclass(slots=True)
-class ScoreReport:
-    """Everything :func:`score_events` found: phases, per-query usage, aggregates, notes."""
-
-    phases: dict[str, PhaseReport]
-    queries: list[QueryScore]
-    aggregate: dict[str, MetricResult]
-    rhd: dict[int | float, float]
-    signatures: dict[str, int]
-    counts: dict[str, int]
-    notes: list[str] = field(default_factory=list)
-    registry: MetricRegistry = field(default=BUILTIN_METRICS, repr=False)
-    #: Queries scored in all; ``queries`` may hold only the first of them (a streamed file).
-    n_queries: int | None = None
-    #: The lines skipped as not events (``triage score --skip-bad``), or ``None`` when none were allowed.
-    bad_lines: BadLines | None = None
-
-    @property
-    def total_queries(self) -> int:
-        return len(self.queries) if self.n_queries is None else self.n_queries
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One flat row per query (for :func:`calibrate_rows` and CSV export)."""
-        return [q.row() for q in self.queries]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``math.inf`` written as ``"inf"``)."""
-        return {
-            "counts": dict(self.counts),
-            "phases": {k: v.to_dict() for k, v in self.phases.items()},
-            "usage": {
-                "aggregate": {k: result_dict(v) for k, v in self.aggregate.items()},
-                "rhd": {rhd_key(k): v for k, v in self.rhd.items()},
-                "signatures": dict(self.signatures),
-            },
-            "queries": [q.to_dict() for q in self.queries],
-            "notes": list(self.notes),
-        }
-
-
 # --------------------------------------------------------------------------- reading
-
-
-@dataclass(slots=True)
-class BadLines:
-    """Lines of a trace file that are not events, skipped by ``triage score --skip-bad``.
-
-    :param keep: how many ``(line number, reason)`` pairs to keep for the summary.
-    """
-
-    count: int = 0
-    first: list[tuple[int, str]] = field(default_factory=list)
-    keep: int = 5
-
-    def add(self, number: int, reason: str) -> None:
-        self.count += 1
-        if len(self.first) < self.keep:
-            self.first.append((number, reason))
-
-    def summary(self, path: str | Path) -> str:
-        """One line: how many lines were skipped, and the first few with their reasons."""
-        shown = "; ".join(f"line {n}: {why}" for n, why in self.first)
-        more = f"; {self.count - len(self.first)} more" if self.count > len(self.first) else ""
-        return f"{self.count} bad line(s) of {path} skipped ({shown}{more})"
 
 
 def read_lines(

@@ -42,16 +42,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from triage_plugins.apps.score import (
-    BadLines,
-    QueryScore,
     Replay,
-    ScoreReport,
     Trace,
     default_grounder,
     parse_line,
     read_lines,
-    result_dict,
-    rhd_key,
     score_phases,
     summarize_records,
 )
@@ -65,6 +60,7 @@ from triage_plugins.contract.events import (
     from_json,
 )
 from triage_plugins.metrics.registry import MetricRegistry
+from triage_plugins.report.results import BadLines, QueryScore, ScoreReport, result_dict, rhd_key
 from triage_plugins.runtime.registrations import metric_registry
 
 if TYPE_CHECKING:

@@ -5,6 +5,10 @@
   for a live deployment's store (metrics over rolling windows, KG-update triggers, worst queries per
   signature with their chain, contribution-score movement).
 
+What the commands hand over to be rendered (``ScoreReport``, ``CompareResult``, ``ProbeResult``,
+``DemoResult`` and their rows) is :mod:`triage_plugins.report.results`; the report imports nothing from
+:mod:`triage_plugins.apps`.
+
 Every string that came from documents or the graph (entity names, queries, triple ids) is escaped
 (:mod:`triage_plugins.report.html`); the page carries a Content-Security-Policy that forbids scripts
 and any fetch, as a second line of defence.

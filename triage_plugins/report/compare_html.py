@@ -27,7 +27,13 @@ from triage_plugins.report.html import (
 from triage_plugins.runtime.registrations import metric_registry
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.compare import CompareResult, CompareRow, Difference, MetricSummary, SeedSummary
+    from triage_plugins.report.results import (
+        CompareResult,
+        CompareRow,
+        Difference,
+        MetricSummary,
+        SeedSummary,
+    )
 
 __all__ = ["chain_funnel", "compare_columns", "compare_html"]
 
@@ -399,7 +405,7 @@ def _rounds_section(with_rounds: list[CompareRow]) -> Safe:
 
 
 def compare_html(result: CompareResult, *, registry: MetricRegistry | None = None) -> str:
-    """Render a :class:`~triage_plugins.apps.compare.CompareResult` as one self-contained HTML document,
+    """Render a :class:`~triage_plugins.report.results.CompareResult` as one self-contained HTML document,
     one tab per section, answer accuracy first.
 
     :param registry: whose metric columns to show (default: the registry ``triage compare`` scores with).

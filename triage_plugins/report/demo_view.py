@@ -19,7 +19,7 @@ from triage_plugins.reference.retrievers import FEEDBACK_RETRIEVER
 from triage_plugins.report.terminal import fold_table, matrix_table
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.demo import DemoResult, DemoSeeds, SeedInterval
+    from triage_plugins.report.results import DemoResult, DemoSeeds, SeedInterval
 
 __all__ = ["render_demo", "render_demo_seeds"]
 

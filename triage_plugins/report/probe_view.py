@@ -11,7 +11,7 @@ from rich.table import Table
 from triage_plugins.reference.probe_builder import PAPER_TABLE5, PAPER_THETA_ERC
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.probe import ProbeResult, Stratum
+    from triage_plugins.report.results import ProbeResult, Stratum
 
 __all__ = ["render_probe"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from triage_plugins.diagnosis.chain import SIGNATURES
 
 if TYPE_CHECKING:
-    from triage_plugins.apps.score import QueryScore
+    from triage_plugins.report.results import QueryScore
 
 __all__ = ["WORST_FIRST", "worst_first"]
 

@@ -19,17 +19,16 @@ from rich.table import Table
 from rich.text import Text
 
 from triage_plugins.diagnosis.chain import SIGNATURES
-from triage_plugins.diagnosis.intervals import format_interval
 from triage_plugins.report.compare_html import chain_funnel, compare_columns
 from triage_plugins.report.data import CHAIN_METRICS, audit_line
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from triage_plugins.apps.compare import CompareResult, CompareRow, MetricSummary
     from triage_plugins.metrics.registry import MetricRegistry
     from triage_plugins.metrics.result import MetricResult
     from triage_plugins.report.data import ScoreUnitReport, StoreReport
+    from triage_plugins.report.results import CompareResult, CompareRow, MetricSummary
 
 __all__ = ["fits", "fold_table", "matrix_table", "render_compare", "render_store_report"]
 
@@ -261,6 +260,9 @@ def _gold_cell(row: CompareRow, metric: str) -> Text:
 def _differences_table(result: CompareResult, console: Console) -> None:
     """The Hits@1 pairs that differ after Holm's correction over every pair, largest first; the
     others are counted, not listed (they are in --json and --html)."""
+    # Late: diagnosis.intervals loads scipy, which a command importing the report's records needs not.
+    from triage_plugins.diagnosis.intervals import format_interval
+
     hits = [d for d in result.differences if d.metric == "Hits@1"]
     if not hits:
         return
@@ -294,6 +296,8 @@ def _p(value: float | None) -> Text:
 
 
 def _seeds_table(result: CompareResult, console: Console) -> None:
+    from triage_plugins.diagnosis.intervals import format_interval
+
     summary = result.across_seeds
     if summary is None:
         return
@@ -365,7 +369,7 @@ def _round_cell(s: Any, held: bool) -> Cell:
 def render_compare(
     result: CompareResult, console: Console, *, registry: MetricRegistry | None = None
 ) -> None:
-    """Print a :class:`~triage_plugins.apps.compare.CompareResult` as rich tables.
+    """Print a :class:`~triage_plugins.report.results.CompareResult` as rich tables.
 
     :param registry: whose metric columns to show (default: the registry ``triage compare`` scores with).
     """
