@@ -1124,10 +1124,14 @@ def _lookup(
     ids = list(map(id, objs))
     out = list(map(getattr(memo, table).get, ids))
     if None in out:
-        memo = _current()
-        if _all_new(memo, ids, objs):
+        fresh = _current()
+        if _all_new(fresh, ids, objs):
             return [obj._json() for obj in objs], None, ids
-        out = [miss(memo, i, obj) for i, obj in zip(ids, objs, strict=True)]
+        if fresh is memo:  # what this memo answered stands: ``miss`` only for the others
+            out = [miss(memo, i, obj) if s is None else s for s, i, obj in zip(out, ids, objs, strict=True)]
+        else:
+            memo = fresh
+            out = [miss(memo, i, obj) for i, obj in zip(ids, objs, strict=True)]
     return out, memo, ids
 
 

@@ -388,11 +388,8 @@ class UsageRecorder:
         retrieval = record.retrieval
         framework, retriever, qid = retrieval.framework, retrieval.retriever, retrieval.query_id
         fields = {"framework": framework, "retriever": retriever}
-        # MetricRow.from_result's row, built positionally (one call per row, no keyword dict)
-        rows = [
-            MetricRow("query", qid, r.name, r.value, r.reason, None, framework, retriever, r.details, r.n)
-            for r in record.settled_results()
-        ]
+        # MetricRow.from_result's rows, unchecked when the results are in their normal form
+        rows = MetricRow.from_results("query", qid, record.settled_results(), framework, retriever)
         if record.diagnosis is not None:
             rows.append(_signature_row(retrieval, record.diagnosis, record.phase, fields))
         run_id = getattr(self._manager, "run_id", None)

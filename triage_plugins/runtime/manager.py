@@ -102,6 +102,7 @@ _NOTIFICATIONS: dict[str, type] = {
 }
 #: The argument name of a notification hook whose argument is not ``event``.
 _ARGUMENT: dict[str, str] = {"triage_query_scored": "record", "triage_graph_scored": "record"}
+_NO_CALLER = object()  # ``TriageManager._callers``: not looked up yet (``None``: no plugin implements it)
 _JOB = object()  # marks a deferred job among the queued notifications
 _IN_CONTEXT = object()  # marks an item delivered inside the emitting thread's contextvars (carry_context)
 #: Hooks a plugin answers by calling ``register(item)`` (after simonw/llm's ``register_models``).
@@ -247,6 +248,7 @@ class TriageManager:
         }
         self._batch_end: list[tuple[str, Callable[[], None]]] = []  # (owner, callback), default lane
         self._callers: dict[tuple[str, str], Any] = {}  # (lane, hook) -> hook caller of that lane's plugins
+        self._plugin_changes = 0  # bumped by every register/unregister: a lookup begun before is not cached
         self._closed = False
         #: Deliver each queued item inside a copy of the emitting thread's ``contextvars`` (set by
         #: ``triage.otel`` so spans made on the worker parent to the host's current span). A callable
@@ -376,7 +378,7 @@ class TriageManager:
             self._pm.unregister(plugin)
             raise ConfigError(_unknown_hooks_message(registered, unknown, self.hook_names()))
         self._sources[registered] = _source or ("registered", None, None)
-        self._callers.clear()  # lanes are recomputed with the new plugin
+        self._plugins_changed()  # lanes are recomputed with the new plugin
         return registered
 
     def _unknown_hooks(self, plugin: object) -> list[str]:
@@ -433,7 +435,7 @@ class TriageManager:
             name = self._pm.get_name(plugin)
         self._pm.unregister(plugin)
         self._sources.pop(name or "", None)
-        self._callers.clear()
+        self._plugins_changed()
 
     def get_plugin(self, name: str) -> Any:
         return self._pm.get_plugin(name)
@@ -757,14 +759,14 @@ class TriageManager:
             return
         hook_name, event = item
         caller = self._caller(lane, hook_name)
-        if caller.get_hookimpls():
+        if caller is not None:
             self._deliver(caller, hook_name, event)
         if lane != DEFAULT_LANE:
             return
         # Every event passes the default lane first (so it keeps its order with deferred jobs), then
         # is handed on: a slow plugin outside the defaults holds up only its own lane.
         others = self._caller(OTHER_LANE, hook_name)
-        if not others.get_hookimpls():
+        if others is None:
             return
         if self.synchronous:
             self._deliver(others, hook_name, event)
@@ -786,13 +788,24 @@ class TriageManager:
         return (_IN_CONTEXT, copied, item)
 
     def _caller(self, lane: str, hook_name: str) -> Any:
-        """The hook caller that reaches only ``lane``'s plugins (cached until plugins change)."""
+        """The hook caller that reaches only ``lane``'s plugins, ``None`` when none implements the hook
+        (cached until plugins change: asking a subset caller for its implementations builds a list)."""
         key = (lane, hook_name)
-        caller = self._callers.get(key)
-        if caller is None:
+        caller = self._callers.get(key, _NO_CALLER)
+        if caller is _NO_CALLER:
+            changes = self._plugin_changes
             others = [p for n, p in self._pm.list_name_plugin() if p is not None and self._lane_of(n) != lane]
-            caller = self._callers[key] = self._pm.subset_hook_caller(hook_name, remove_plugins=others)
+            caller = self._pm.subset_hook_caller(hook_name, remove_plugins=others)
+            caller = caller if caller.get_hookimpls() else None
+            self._callers[key] = caller
+            if changes != self._plugin_changes:  # a plugin (un)registered meanwhile: look again next time
+                self._callers.pop(key, None)  # (its bump comes before its clear: no stale entry survives)
         return caller
+
+    def _plugins_changed(self) -> None:
+        """Forget the lanes' hook callers after a plugin was registered or unregistered."""
+        self._plugin_changes += 1
+        self._callers.clear()
 
     def _lane_of(self, name: str) -> str:
         return DEFAULT_LANE if self._sources.get(name, ("",))[0] == "default" else OTHER_LANE

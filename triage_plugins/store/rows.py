@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +90,72 @@ class MetricRow:
             n=result.n,
             **fields,
         )
+
+    @classmethod
+    def from_results(
+        cls,
+        scope: str,
+        scope_id: str,
+        results: Iterable[MetricResult],
+        framework: str | None = None,
+        retriever: str | None = None,
+    ) -> list[MetricRow]:
+        """The rows :meth:`from_result` makes of ``results`` (with ``framework`` and ``retriever``),
+        equal field for field, for a scorer writing a query's rows at once. A result in
+        :class:`~triage_plugins.metrics.result.MetricResult`'s normal form (a non-blank name other than
+        :data:`PACKED`, a finite ``float`` or ``None`` with a non-blank reason, ``n`` an ``int`` or
+        ``None``, ``details`` its read-only mapping, shared) skips ``__post_init__``; any other goes
+        through the checked constructor and fails as it would there."""
+        if scope not in SCOPES or not isinstance(scope_id, str) or not scope_id.strip():
+            return [cls.from_result(scope, scope_id, r, framework=framework, retriever=retriever) for r in results]
+        out = []
+        new, isfinite = object.__new__, math.isfinite
+        for r in results:
+            name, value, reason, n, details = r.name, r.value, r.reason, r.n, r.details
+            if (
+                type(details) is not MappingProxyType
+                or type(name) is not str
+                or not name.strip()
+                or name == PACKED
+                or (n is not None and type(n) is not int)
+                or (
+                    (type(reason) is not str or not reason.strip())
+                    if value is None
+                    else (type(value) is not float or not isfinite(value))
+                )
+            ):
+                out.append(cls(scope, scope_id, name, value, reason, None, framework, retriever, details, n))
+                continue
+            row = new(cls)
+            _SET_SCOPE(row, scope)
+            _SET_SCOPE_ID(row, scope_id)
+            _SET_NAME(row, name)
+            _SET_VALUE(row, value)
+            _SET_REASON(row, reason)
+            _SET_RUN_ID(row, None)
+            _SET_FRAMEWORK(row, framework)
+            _SET_RETRIEVER(row, retriever)
+            _SET_DETAILS(row, details)
+            _SET_N(row, n)
+            _SET_TS(row, None)
+            out.append(row)
+        return out
+
+
+# The slots' own setters (a frozen dataclass refuses ``setattr``): ``MetricRow.from_results``.
+(
+    _SET_SCOPE,
+    _SET_SCOPE_ID,
+    _SET_NAME,
+    _SET_VALUE,
+    _SET_REASON,
+    _SET_RUN_ID,
+    _SET_FRAMEWORK,
+    _SET_RETRIEVER,
+    _SET_DETAILS,
+    _SET_N,
+    _SET_TS,
+) = (MetricRow.__dict__[f.name].__set__ for f in fields(MetricRow))
 
 
 @dataclass(frozen=True, slots=True)
