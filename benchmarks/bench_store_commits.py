@@ -20,7 +20,11 @@ update and the α step in one round trip (one statement now; a pipeline of one s
 the per-query cap counter a round trip of its own, and the score cache dropped whenever a staleness
 look sees a recent change. ``grouped``: the
 cap counter in the same pipeline, and a staleness look merges only the scores changed since the last
-one (``scores_changed_since``). ``ungrouped`` and ``grouped-apart`` keep the older behaviour throughout.
+one (``scores_changed_since``). ``grouped-atonce``: as ``grouped``, with each feedback stepped when it
+is delivered (the behaviour before the learner stepped a batch's feedback at the batch's end, just
+before its commit); ``grouped`` steps them there. ``ungrouped`` and ``grouped-apart`` keep the older
+behaviour throughout. ``--sample-locks`` samples ``pg_stat_activity`` every 5 ms during each run and
+reports how many of the writers' sessions were waiting for a lock, on average.
 Modes alternate per writer count, each on a fresh database, so all see the same machine load.
 ``--modes`` picks some; ``--profile`` prints the writers' hottest functions (cProfile in every thread).
 
@@ -41,7 +45,7 @@ from pathlib import Path
 
 from pg_cluster import postgres
 
-MODES = ("ungrouped", "grouped-apart", "grouped-pipelined", "grouped")
+MODES = ("ungrouped", "grouped-apart", "grouped-pipelined", "grouped-atonce", "grouped")
 
 
 def _serve(manager, worker: int, thread: int, n_queries: int, refused: list[int]) -> None:
@@ -77,7 +81,15 @@ def _set_mode(mode: str) -> None:
     PostgresStore.group_commits = mode != "ungrouped"
     if mode in ("ungrouped", "grouped-apart"):  # the learner writes scores and α in two answered statements
         PostgresStore.add_scores_and_param = None  # type: ignore[assignment,method-assign]
-    if mode != "grouped":  # the cap counter answered on its own; the score cache dropped on a change
+    if mode != "grouped":  # each feedback stepped as it is delivered, not at its batch's end
+        init = FeedbackLearner.__init__
+
+        def at_once(self, manager) -> None:
+            init(self, manager)
+            self._batched = False
+
+        FeedbackLearner.__init__ = at_once  # type: ignore[method-assign]
+    if mode not in ("grouped", "grouped-atonce"):  # the cap counter on its own; the cache dropped on a change
         FeedbackLearner._deferred_cap = lambda self, event: None  # type: ignore[method-assign]
         SQLStore.scores_changed_since = None  # type: ignore[assignment,method-assign]
 
@@ -201,11 +213,41 @@ def _server_cpu(url: str) -> float | None:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def _sample_locks(url: str, stop: threading.Event, out: list[tuple[float, float]]) -> None:
+    """Every 5 ms until ``stop``: how many other sessions of this database wait for a lock, and for the
+    advisory lock; the means over the samples in which any of them was not idle (the writers at work)
+    are appended to ``out``."""
+    import psycopg
+
+    sql = (
+        "SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'), "
+        "count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'), "
+        "count(*) FILTER (WHERE state <> 'idle') "
+        "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    samples: list[tuple[int, int]] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        while not stop.wait(0.005):
+            waiting, advisory, busy = conn.execute(sql).fetchone()
+            if busy:
+                samples.append((int(waiting), int(advisory)))
+    n = max(1, len(samples))
+    out.append((sum(w for w, _ in samples) / n, sum(a for _, a in samples) / n))
+
+
 def run(
-    url: str, mode: str, writers: int, threads: int, n_queries: int, profile: bool = False
-) -> tuple[float, float, int, float, float, float | None]:
+    url: str,
+    mode: str,
+    writers: int,
+    threads: int,
+    n_queries: int,
+    profile: bool = False,
+    locks: bool = False,
+) -> tuple[float, float, int, float, float, float | None, tuple[float, float] | None]:
     """``(queries/s, commits per query, wait=True calls that returned False, writer CPU ms per query,
-    answered round trips per query, server CPU ms per query)`` of one configuration."""
+    answered round trips per query, server CPU ms per query, (sessions waiting for a lock, of them for
+    the advisory lock))`` of one configuration (the last ``None`` unless ``locks``; the sampler's own
+    autocommitted reads are then counted among the transactions)."""
     from triage_plugins.store import open_store
 
     open_store(url).close()
@@ -216,9 +258,16 @@ def run(
         for w in range(writers)
     ]
     before, server = _commits(url), _server_cpu(url)
+    stop, waiting = threading.Event(), []  # type: ignore[var-annotated]
+    sampler = threading.Thread(target=_sample_locks, args=(url, stop, waiting)) if locks else None
     for p in procs:
         p.start()
+    if sampler is not None:
+        sampler.start()
     results = [out.get(timeout=600) for _ in procs]
+    stop.set()
+    if sampler is not None:
+        sampler.join()
     for p in procs:
         p.join(60)
     time.sleep(0.6)  # pg_stat_database is reported by each backend at most every 0.5 s
@@ -231,7 +280,8 @@ def run(
         raise SystemExit(f"store writes failed: {[r[3] for r in results]}")
     cpu = sum(r[4] for r in results) / queries * 1e3
     trips = sum(r[5] for r in results) / queries
-    return queries / max(r[1] for r in results), commits / queries, refused, cpu, trips, server_ms
+    rate = queries / max(r[1] for r in results)
+    return rate, commits / queries, refused, cpu, trips, server_ms, waiting[0] if waiting else None
 
 
 def main() -> None:
@@ -242,6 +292,7 @@ def main() -> None:
     parser.add_argument("--postgres", default=os.environ.get("TRIAGE_BENCH_POSTGRES_URL"))
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--profile", action="store_true", help="print each writer's hottest functions")
+    parser.add_argument("--sample-locks", action="store_true", help="sample sessions waiting for a lock")
     args = parser.parse_args()
     import tempfile
 
@@ -250,21 +301,22 @@ def main() -> None:
         print(
             "| writers | host threads each | mode | queries/s (all writers) | transactions per query "
             "| writer CPU ms per query | server CPU ms per query | answered round trips per query "
-            "| wait=True refused |"
+            "| sessions waiting for a lock (advisory) | wait=True refused |"
         )
-        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
         for n in (int(x) for x in args.writers.split(",")):
             for mode in args.modes.split(","):
                 url, drop = pg.fresh_database(admin)
                 try:
-                    rate, commits, refused, cpu, trips, server = run(
-                        url, mode, n, args.threads, args.queries, args.profile
+                    rate, commits, refused, cpu, trips, server, waiting = run(
+                        url, mode, n, args.threads, args.queries, args.profile, args.sample_locks
                     )
                 finally:
                     drop()  # type: ignore[operator]
                 row = (
                     f"| {n} | {args.threads} | {mode} | {rate:.0f} | {commits:.2f} | {cpu:.2f} "
-                    f"| {'n/a' if server is None else f'{server:.2f}'} | {trips:.2f} | {refused} |"
+                    f"| {'n/a' if server is None else f'{server:.2f}'} | {trips:.2f} "
+                    f"| {'n/a' if waiting is None else f'{waiting[0]:.2f} ({waiting[1]:.2f})'} | {refused} |"
                 )
                 print(row, flush=True)
 

@@ -67,6 +67,12 @@ learn from one store:
   ``store.scores_changed_at`` shows a change;
 - on a store with ``add_scores_and_param`` the ``max_per_query`` count is made by the same call as
   the score and α writes (the writes apply only under the cap, in SQL): one round trip per feedback;
+- on the manager's delivery worker, a feedback is attributed when it arrives (its retrieval,
+  generation, S_r and path utilities, read in order with the other events) and its step on the
+  scores and α is taken at the end of its batch (``at_batch_end``: in the batch's transaction, before
+  its commit), in arrival order (:meth:`FeedbackLearner.learn_pending`). The step reads only what
+  steps change, so the learned scores are those of stepping at once, and a batch holds the store's
+  score and α locks only from its first step to its commit;
 - feedback that cannot be attributed — no retrieval for its query id here or in the store, a
   retrieval with nothing to score, an answer that names no graph entity, an answer entity no
   retrieved path leads to, or (another evaluator) no path scored — is logged once per process and
@@ -213,6 +219,22 @@ class _Cap:
         if self.within is None:
             self.within = self.check()
         return self.within
+
+
+@dataclass(frozen=True, slots=True)
+class _Attributed:
+    """A feedback's attribution (:meth:`FeedbackLearner._attribute`): what its score step needs beyond
+    the scores and α, read in arrival order; the step itself is :meth:`FeedbackLearner._apply`.
+    ``path_ids is None``: nothing to learn, only ``cap`` to count."""
+
+    key: tuple[str, str]
+    unit: str
+    cap: _Cap | None
+    path_ids: Sequence[Sequence[str]] | None = None
+    utilities: Sequence[float | None] = ()
+    relevance: Mapping[str, float] | None = None
+    baseline: bool = False
+    no_credit: str | None = None  # the cause to count when no path was scored
 
 
 def _options(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -417,6 +439,11 @@ class FeedbackLearner:
         self.unattributed: Counter[str] = Counter()
         #: Feedback applied per (source, framework, query id) when the store keeps no counter.
         self._per_query: _LRU[tuple[str, str, str], int] = _LRU(max(size, 4096))
+        # Feedback attributed during a delivery batch, stepped at its end (learn_pending), in order.
+        self._queued: list[_Attributed] = []
+        self._queued_lock = threading.Lock()
+        at_batch_end = getattr(manager, "at_batch_end", None)
+        self._batched = bool(at_batch_end is not None and at_batch_end("triage.feedback", self.learn_pending))
 
     # ------------------------------------------------------------------ state
 
@@ -514,7 +541,35 @@ class FeedbackLearner:
 
     @hookimpl
     def triage_feedback(self, event: FeedbackEvent) -> None:
+        if self._batched and self.manager.batching():
+            attributed = self._attribute(event)  # now: it reads what the events before it left
+            if attributed is not None:
+                with self._queued_lock:
+                    self._queued.append(attributed)
+            return
         self.learn(event)
+
+    def learn_pending(self) -> None:
+        """Step the scores and α for the feedback attributed during a delivery batch, in arrival order
+        (the manager's ``at_batch_end``: inside the batch's store transaction, before its commit).
+
+        Only the step waits for the batch's end: it reads nothing but the scores, α and the evolution's
+        state, which no other event changes; what a feedback reads from the events before it (their
+        retrieval and generation, the graph's labels, the framework's S_r, the store's stored
+        events) is read when it arrives. So the learned scores and α are those of learning each
+        feedback at once, whatever the batch boundaries, and a batch holds the store's score and α
+        locks only from its first step to its commit. An exception is raised after the others ran.
+        """
+        with self._queued_lock:
+            queued, self._queued = self._queued, []
+        failed: Exception | None = None
+        for attributed in queued:
+            try:
+                self._apply(attributed)
+            except Exception as exc:  # noqa: BLE001 - one failed step must not lose the batch's others
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     @hookimpl
     def triage_rerank(self, request: RerankRequest) -> list[float] | None:
@@ -576,6 +631,13 @@ class FeedbackLearner:
         whichever worker served it. Feedback that cannot be attributed is counted in
         :attr:`unattributed` and in the store (:meth:`_unattributed`).
         """
+        attributed = self._attribute(event)
+        return None if attributed is None else self._apply(attributed)
+
+    def _attribute(self, event: FeedbackEvent) -> _Attributed | None:
+        """What ``event``'s step needs, read from the events before it: its paths, their utilities and
+        S_r; ``None`` when nothing is left to do (the feedback was counted as unattributed, or over
+        a cap counted here). Reads no score, no α: those are :meth:`_apply`'s."""
         key = (event.framework, event.query_id)
         retrieval = self._retrievals.get(key)
         generation = self._generations.get(key)
@@ -593,7 +655,6 @@ class FeedbackLearner:
         if cap is None and not self._within_cap(event):
             self._unattributed("over the cap per query", key)
             return None
-        self._keep_fresh(self.model(unit))
         context = EvaluationContext(
             unit=unit,  # type: ignore[arg-type]
             answer_entities=tuple(v for v in generation.answer_grounding.values() if v) if generation else (),
@@ -609,29 +670,50 @@ class FeedbackLearner:
             utilities = evaluator.evaluate(retrieval.query, answer, paths, event.score, context)
         except FeedbackError as exc:
             log.warning("feedback for %s/%s not used: %s", *key, exc)
-            _count(cap)
-            return None
+            return None if cap is None else _Attributed(key, unit, cap)
         if len(utilities) != len(paths):
             log.warning(
                 "evaluator returned %d utilities for %d paths; feedback skipped", len(utilities), len(paths)
             )
-            _count(cap)
-            return None
+            return None if cap is None else _Attributed(key, unit, cap)
+        no_credit = None
         if event.score != 0.5 and all(u is None for u in utilities):
-            if not _count(cap):
-                self._unattributed("over the cap per query", key)
-                return None
-            self._unattributed(_no_credit_cause(evaluator, retrieval.query, answer, paths, context), key)
+            no_credit = _no_credit_cause(evaluator, retrieval.query, answer, paths, context)
         path_ids = (
             [p.triple_ids for p in retrieval.paths]
             if unit == "triple" and retrieval.paths
             else [[u.id for u in path] for path in paths]
         )
-        model = self.model(unit)
         with self._lock:
             relevance = self._relevance_of(key, retrieval.query, paths, path_ids)
             if (context.flat or unit == "chunk") and self._per_statement(unit):
                 path_ids, relevance = self._statement_paths(retrieval, unit, path_ids, relevance)
+        return _Attributed(
+            key,
+            unit,
+            cap,
+            path_ids,
+            utilities,
+            relevance,
+            self._baseline(context),
+            no_credit,
+        )
+
+    def _apply(self, attributed: _Attributed) -> Update | None:
+        """Count ``attributed``'s cap and take its step on the scores and α (:meth:`_attribute`)."""
+        key, cap, path_ids = attributed.key, attributed.cap, attributed.path_ids
+        if path_ids is None:  # nothing to learn: the cap is counted all the same
+            _count(cap)
+            return None
+        if attributed.no_credit is not None:
+            if not _count(cap):
+                self._unattributed("over the cap per query", key)
+                return None
+            self._unattributed(attributed.no_credit, key)
+        model = self.model(attributed.unit)
+        self._keep_fresh(model)
+        utilities = attributed.utilities
+        with self._lock:
             factors = None
             if model.evolution.suppressing:
                 ids = list(dict.fromkeys(i for p in path_ids for i in p))
@@ -639,7 +721,7 @@ class FeedbackLearner:
                 factors = None if factor is None else dict(zip(ids, factor.tolist(), strict=True))
             with model.optimizer.capped(cap):
                 update = model.optimizer.step(
-                    path_ids, utilities, relevance, factors, baseline=self._baseline(context)
+                    path_ids, utilities, attributed.relevance, factors, baseline=attributed.baseline
                 )
         if not _count(cap):  # over the cap: the store call changed nothing but the counter
             self._unattributed("over the cap per query", key)
