@@ -56,6 +56,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
 
 _WEAK_WORDS = STOP_WORDS | FUNCTION_WORDS
 _WORD = re.compile(r"[^\W_]+")
+_WORD_ASCII = re.compile(r"[A-Za-z0-9]+")  # _WORD on ASCII text, faster
 # Non-ASCII text: keep combining marks inside the word they modify (NFD input).
 _WORD_UNI = re.compile(
     r"[^\W_](?:[^\W_]|[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f])*"
@@ -100,6 +102,7 @@ _QUOTED = re.compile(
     r"|(?:^|(?<=[\s(\[{]))['‘]([^'’\s](?:[^'’\n]*[^'’\s])?)['’](?=$|[\s.,;:!?)\]}\"])"
 )
 _SENTENCE_END = re.compile(r"[.!?\n]")
+_QUOTE_CHAR = re.compile("[\"“«\\['‘]")  # a character opening a _QUOTED span
 _JOINERS = frozenset({"", "-", ".", "&"})
 # Lower-case words that may sit inside a capitalized name; "and"/"or" end it ("Nolan or Jaws").
 _PARTICLES = frozenset({"of", "the", "de", "la", "du", "del", "da", "van", "von", "der"})
@@ -302,18 +305,27 @@ class Grounder:
                     found.append(hit)
             return self._coalesce(text, found)
         toks = _tokenize(text, zones)
-        n = len(toks.norm)
-        cased = any(not toks.lower[i] and not toks.initial[i] for i in range(n))
+        norm, cap, tzone = toks.norm, toks.cap, toks.zone
+        n = len(norm)
+        cased = any(not lo and not ini for lo, ini in zip(toks.lower, toks.initial, strict=True))
         consumed = [False] * n
         zone_seen = [False] * len(zones)
+        gaz = self._gaz
+        has_prefix, weak = gaz.has_prefix, gaz.weak_max
         i = 0
         while i < n:
-            z = toks.zone[i]
-            if z >= 0:
+            z = tzone[i]
+            if z < 0:
+                # no token key starts here and no weak label can: nothing to look up (as _longest finds)
+                t = norm[i]
+                if (t in STOP_WORDS or not has_prefix((t,))) and not (weak and cap[i] and t in _WEAK_WORDS):
+                    i += 1
+                    continue
+            else:
                 zone_seen[z] = True
                 if (hit := self._ground_zone(text, *zones[z])) is not None:
                     found.append(hit)
-                while i < n and toks.zone[i] == z:
+                while i < n and tzone[i] == z:
                     consumed[i] = True
                     i += 1
                 continue
@@ -375,7 +387,8 @@ class Grounder:
                 if not gaz.has_prefix(key):
                     break
                 single = False
-        if gaz.weak_max and toks.cap[i]:
+        # a weak key is made only of stop/function words: none starts at any other token
+        if gaz.weak_max and toks.cap[i] and norm[i] in _WEAK_WORDS:
             for length in range(min(gaz.weak_max, n - i), 0, -1):
                 last = i + length - 1
                 if best is not None and last <= best[1]:
@@ -415,6 +428,8 @@ class Grounder:
     def _capitalized_runs(text: str, toks: _Tokens, consumed: list[bool]) -> list[_Found]:
         """Unresolved mentions: runs of capitalized tokens that no gazetteer entry touched."""
         out: list[_Found] = []
+        if True not in toks.cap:
+            return out
         n = len(toks.norm)
         i = 0
         while i < n:
@@ -492,7 +507,7 @@ def _zones(text: str) -> tuple[list[tuple[int, int]], list[bool]]:
     whether each is a square-bracketed one."""
     zones: list[tuple[int, int]] = []
     brackets: list[bool] = []
-    if not any(c in text for c in "\"“«['‘"):
+    if _QUOTE_CHAR.search(text) is None:
         return zones, brackets
     for m in _QUOTED.finditer(text):
         g = next(k for k in range(1, 6) if m.group(k) is not None)
@@ -506,8 +521,10 @@ def _zones(text: str) -> tuple[list[tuple[int, int]], list[bool]]:
 
 def _tokenize(text: str, zones: list[tuple[int, int]]) -> _Tokens:
     """Word tokens of ``text``: normalized forms, offsets, case, sentence and zone flags."""
+    if text.isascii():
+        return _tokenize_ascii(text, zones)
     toks = _Tokens([], [], [], [], [], [], [])
-    pattern = _WORD if text.isascii() else _WORD_UNI
+    pattern = _WORD_UNI
     prev_end = 0
     prev_short_cap = False
     zi = 0
@@ -535,6 +552,44 @@ def _tokenize(text: str, zones: list[tuple[int, int]]) -> _Tokens:
         prev_end = end
         prev_short_cap = cap and len(raw) <= _ABBREV_MAX
     return toks
+
+
+def _tokenize_ascii(text: str, zones: list[tuple[int, int]]) -> _Tokens:
+    """:func:`_tokenize` for ASCII text, where every word is one token, its lower-case form."""
+    raws = _WORD_ASCII.findall(text)
+    n = len(raws)
+    start: list[int] = []
+    end: list[int] = []
+    pos = 0
+    find = text.find
+    for raw in raws:
+        # only non-word characters lie between the last word and this one: its first occurrence
+        pos = find(raw, pos)
+        start.append(pos)
+        pos += len(raw)
+        end.append(pos)
+    norm = [raw.lower() for raw in raws]
+    cap = [raw[0].isupper() for raw in raws]
+    lower = [raw == low for raw, low in zip(raws, norm, strict=True)]
+    initial = [False] * n
+    if n:
+        initial[0] = True
+        # A sentence starts after a gap holding one of [.!?\n] (never inside a word), unless the word
+        # before the gap is a short capitalized one ("Mr."): mark the token after each such stop.
+        for m in _SENTENCE_END.finditer(text):
+            k = bisect_right(start, m.start())
+            if 0 < k < n and not (cap[k - 1] and len(raws[k - 1]) <= _ABBREV_MAX):
+                initial[k] = True
+    if zones:
+        zone = []
+        nz, zi = len(zones), 0
+        for s in start:
+            while zi < nz and zones[zi][1] <= s:
+                zi += 1
+            zone.append(zi if zi < nz and zones[zi][0] <= s else -1)
+    else:
+        zone = [-1] * n
+    return _Tokens(norm, start, end, cap, lower, initial, zone)
 
 
 _SHARED: OrderedDict[tuple[int, tuple[tuple[str, str | None], ...]], tuple[GraphView, Grounder]] = (
