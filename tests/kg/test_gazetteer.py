@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -14,18 +12,6 @@ from triage_plugins.contract.events import Triple
 from triage_plugins.contract.graph_view import GraphView
 from triage_plugins.kg import gazetteer as gz
 from triage_plugins.kg.grounding import Grounder
-
-
-def _legacy():
-    path = Path(__file__).with_name("legacy_grounding.py")
-    spec = importlib.util.spec_from_file_location("legacy_grounding", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-LEGACY = _legacy()
 
 WORDS = ["nolan", "Nolan", "Christopher", "Inception", "the", "of", "The", "Who", "Up", "it", "Bank",
          "America", "Franzén", "Franzen", "Düsseldorf", "Killing", "Room", "and", "to", "Drama", "drama",
@@ -77,11 +63,11 @@ def random_world(seed: int, n_nodes: int = 300) -> tuple[GraphView, dict[str, st
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_grounding_identical_to_the_dict_trie_grounder(seed: int) -> None:
+def test_grounding_identical_to_the_dict_trie_grounder(seed: int, legacy_grounding: ModuleType) -> None:
     graph, aliases, texts = random_world(seed)
     bracketed = seed % 2 == 0
     new = Grounder(graph, aliases, bracketed_only=bracketed)
-    old = LEGACY.Grounder(graph, aliases, bracketed_only=bracketed)
+    old = legacy_grounding.Grounder(graph, aliases, bracketed_only=bracketed)
     grounded = 0
     for text in texts:
         a, b = new.ground(text), old.ground(text)
