@@ -8,47 +8,22 @@ cold and warm; no private LightRAG surface beyond ``aquery_data``'s payload.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 pytest.importorskip("lightrag")
 
-from lightrag import QueryParam  # noqa: E402
-
 from triage_lightrag import translate  # noqa: E402
-from triage_lightrag.testing import build_rag  # noqa: E402
 from triage_plugins.contract.events import Chunk, Subgraph  # noqa: E402
 from triage_plugins.contract.graph_view import normalize_label  # noqa: E402
-from triage_plugins.kg.grounding import Grounder, coalesce_mentions  # noqa: E402
-from triage_plugins.offline.world import generate_world  # noqa: E402
+from triage_plugins.kg.grounding import coalesce_mentions  # noqa: E402
 
 MODES = ("local", "global", "hybrid", "mix", "naive")
 
 
 @pytest.fixture(scope="module")
-def payloads(loop, tmp_path_factory):
-    world = generate_world(
-        0, n_people=10, n_organisations=3, n_cities=4, n_countries=2, n_films=5, n_documents=8, n_questions=6
-    )
-    rag = loop.run_until_complete(
-        build_rag(
-            tmp_path_factory.mktemp("lightrag"),
-            [d.text for d in world.documents],
-            workspace=f"t-{uuid.uuid4().hex[:8]}",
-        )
-    )
-    try:
-        nodes = loop.run_until_complete(rag.chunk_entity_relation_graph.get_all_nodes())
-        edges = loop.run_until_complete(rag.chunk_entity_relation_graph.get_all_edges())
-        out = []
-        for q in world.questions:
-            for mode in MODES:
-                result = loop.run_until_complete(rag.aquery_data(q.text, QueryParam(mode=mode)))
-                out.append((q.text, mode, translate.snapshot(result)))
-    finally:
-        loop.run_until_complete(rag.finalize_storages())
-    return Grounder(translate.graph_view(nodes, edges)), out
+def payloads(lightrag_payloads):
+    sizes = dict(n_people=10, n_organisations=3, n_cities=4, n_countries=2, n_films=5, n_documents=8, n_questions=6)
+    return lightrag_payloads(0, MODES, **sizes)
 
 
 def _plain_subgraph(data) -> Subgraph:
@@ -83,12 +58,12 @@ def _plain_mentions(grounder, query, low, high):
 
 def test_memoized_translation_builds_the_plain_events(payloads):
     grounder, cases = payloads
-    assert any(p["data"]["relationships"] for _, _, p in cases)
+    assert any(p["data"]["relationships"] for _, _, p, _ in cases)
     translate._RETRIEVED.clear()
     translate._MEMOS.clear()
     translate._CHUNKS.clear()
     for warm in (False, True):
-        for i, (query, mode, payload) in enumerate(cases):
+        for i, (query, mode, payload, _) in enumerate(cases):
             keywords = payload["metadata"]["keywords"]
             low, high = keywords["low_level"], keywords["high_level"]
             assert translate.retrieved_subgraph(payload["data"]) == _plain_subgraph(payload["data"])

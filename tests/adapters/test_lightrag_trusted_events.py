@@ -5,7 +5,6 @@ checked constructor and fail as before. No private LightRAG surface beyond the p
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import fields
 from types import MappingProxyType
 
@@ -13,40 +12,16 @@ import pytest
 
 pytest.importorskip("lightrag")
 
-from lightrag import QueryParam  # noqa: E402
-
 from triage_lightrag import translate  # noqa: E402
 from triage_lightrag.instrument import _generation_checked  # noqa: E402
-from triage_lightrag.testing import build_rag  # noqa: E402
 from triage_plugins.contract.errors import EventError  # noqa: E402
 from triage_plugins.contract.events import GenerationEvent, RetrievalEvent, Subgraph  # noqa: E402
-from triage_plugins.kg.grounding import Grounder  # noqa: E402
-from triage_plugins.offline.world import generate_world  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def payloads(loop, tmp_path_factory):
-    world = generate_world(
-        1, n_people=8, n_organisations=3, n_cities=3, n_countries=2, n_films=4, n_documents=6, n_questions=4
-    )
-    rag = loop.run_until_complete(
-        build_rag(
-            tmp_path_factory.mktemp("lightrag"),
-            [d.text for d in world.documents],
-            workspace=f"t-{uuid.uuid4().hex[:8]}",
-        )
-    )
-    try:
-        nodes = loop.run_until_complete(rag.chunk_entity_relation_graph.get_all_nodes())
-        edges = loop.run_until_complete(rag.chunk_entity_relation_graph.get_all_edges())
-        out = []
-        for q in world.questions:
-            for mode in ("local", "global", "naive"):
-                result = loop.run_until_complete(rag.aquery_data(q.text, QueryParam(mode=mode)))
-                out.append((q.text, mode, translate.snapshot(result), q.answers))
-    finally:
-        loop.run_until_complete(rag.finalize_storages())
-    return Grounder(translate.graph_view(nodes, edges)), out
+def payloads(lightrag_payloads):
+    sizes = dict(n_people=8, n_organisations=3, n_cities=3, n_countries=2, n_films=4, n_documents=6, n_questions=4)
+    return lightrag_payloads(1, ("local", "global", "naive"), **sizes)
 
 
 def _checked_copy(event):
