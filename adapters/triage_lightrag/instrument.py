@@ -71,6 +71,7 @@ from triage_lightrag.translate import (
     snapshot,
 )
 from triage_plugins import ConfigError, FeedbackEvent, GateDecision, GenerationEvent, TriageError
+from triage_plugins.adapter_kit import GENERATION_CONTEXTS, trusted_parts
 from triage_plugins.adapter_kit.instrumentor import InstrumentOptions, Instrumentor
 from triage_plugins.adapter_kit.lru import LRU
 
@@ -559,16 +560,7 @@ def _generation_checked(
 ) -> bool:
     """Whether a generation event's parts are in the form :meth:`GenerationEvent.trusted` takes
     (mentions and grounding come from one coalesced grounding: its keys are the mentions)."""
-    return (
-        type(qid) is str
-        and bool(qid.strip())
-        and isinstance(answer, str)
-        and all(isinstance(m, str) and m.strip() for m in mentions)
-        and all(n is None or (isinstance(n, str) and n.strip()) for n in grounding.values())
-        and type(seconds) is float
-        and 0.0 <= seconds < float("inf")
-        and context in ("retrieved", "none")
-    )
+    return context in GENERATION_CONTEXTS and trusted_parts(qid, answer, mentions, grounding, seconds)
 
 
 def _param(param: Any) -> Any:

@@ -31,7 +31,7 @@ from triage_plugins import (
     Subgraph,
     Triple,
 )
-from triage_plugins.adapter_kit import coalesce_mentions, normalize_label
+from triage_plugins.adapter_kit import coalesce_mentions, normalize_label, trusted_parts
 from triage_plugins.adapter_kit.logprobs import span_logprobs
 
 if TYPE_CHECKING:
@@ -435,17 +435,7 @@ def _checked(
 ) -> bool:
     """Whether the parts :func:`retrieval_event` does not build itself are in the form
     :meth:`RetrievalEvent.trusted` takes (else the checked constructor says what is wrong)."""
-    return (
-        type(query_id) is str
-        and bool(query_id.strip())
-        and isinstance(query, str)
-        and all(isinstance(m, str) and m.strip() for m in mentions)
-        and all(n is None or (isinstance(n, str) and n.strip()) for n in grounding.values())
-        and type(expanded) is int
-        and expanded >= 0
-        and type(seconds) is float
-        and 0.0 <= seconds < math.inf
-    )
+    return type(expanded) is int and expanded >= 0 and trusted_parts(query_id, query, mentions, grounding, seconds)
 
 
 # --------------------------------------------------------------------------- gate

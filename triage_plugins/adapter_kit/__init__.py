@@ -27,6 +27,8 @@ from triage_plugins.adapter_kit.query_ids import current_query_id, new_query_id,
 
 #: The core's names an adapter may import from here beyond the package face, imported on first use.
 _LAZY: dict[str, str] = {
+    "GENERATION_CONTEXTS": "triage_plugins.contract.events",
+    "trusted_parts": "triage_plugins.contract.events",
     "normalize_label": "triage_plugins.contract.graph_view",
     "Grounder": "triage_plugins.kg.grounding",
     "coalesce_mentions": "triage_plugins.kg.grounding",

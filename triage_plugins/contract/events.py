@@ -49,6 +49,7 @@ __all__ = [
     "join_json",
     "part_keys",
     "split_json",
+    "trusted_parts",
 ]
 
 FeedbackSource = Literal["llm", "human", "gold"]
@@ -88,6 +89,22 @@ def _trusted(cls: type, values: tuple) -> Any:
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def trusted_parts(query_id: Any, text: Any, mentions: Iterable[Any], grounding: Mapping[str, Any], seconds: Any) -> bool:
+    """Whether the parts every query event shares are already in the checked constructors' normal
+    form, as the ``trusted`` constructors take them: ``query_id`` a non-blank ``str``, ``text`` (the
+    query or the answer) a ``str``, ``mentions`` non-blank strings, ``grounding``'s nodes non-blank
+    strings or ``None``, ``seconds`` a finite ``float`` >= 0. A caller checks its own other parts."""
+    return (
+        type(query_id) is str
+        and bool(query_id.strip())
+        and isinstance(text, str)
+        and all(isinstance(m, str) and m.strip() for m in mentions)
+        and all(n is None or (isinstance(n, str) and n.strip()) for n in grounding.values())
+        and type(seconds) is float
+        and 0.0 <= seconds < math.inf
+    )
 
 
 def _need_id(obj: object, name: str) -> str:
