@@ -1,7 +1,7 @@
 """Group commits (issue #34): the writes of one delivery batch commit in one transaction of a real
 PostgreSQL server, and ``emit_feedback(wait=True)`` still returns True only after that commit.
 
-A rejected write in a group, or a connection killed before the commit (``pg_terminate_backend`` from
+A rejected write in a group (on PostgreSQL and on a SQLite file, which groups too), or a connection killed before the commit (``pg_terminate_backend`` from
 another session), rolls the group back; each of its writes is then done again on its own: every
 write is stored exactly once or counted with its cause.
 """
@@ -119,8 +119,10 @@ def _event(qid: str) -> FeedbackEvent:
     return FeedbackEvent("b", qid, 1.0)
 
 
-def test_a_rejected_write_in_a_group_loses_only_itself(postgres_url, tmp_path):
-    guard = GuardedStore(open_store(postgres_url), spill_dir=tmp_path / "spill")
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_a_rejected_write_in_a_group_loses_only_itself(backend, request, tmp_path):
+    url = request.getfixturevalue("postgres_url") if backend == "postgres" else str(tmp_path / "r.sqlite")
+    guard = GuardedStore(open_store(url), spill_dir=tmp_path / "spill")
     run = guard.start_run("test")
     good, bad = _event("good"), _event("bad")
     guard.expect(good)

@@ -1,6 +1,6 @@
 """Group commits on a SQLite file store: a delivery batch's writes commit in one transaction (as on
 PostgreSQL, ``test_group_commits.py``), ``emit_feedback(wait=True)`` returns True only once another
-connection sees the event, and a rejected write in a group loses only itself. ``:memory:`` stores,
+connection sees the event (a rejected write in a group: ``test_group_commits.py``, both backends). ``:memory:`` stores,
 whose one connection every thread shares, never group.
 """
 
@@ -9,12 +9,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-import pytest
-
-from triage_plugins.contract.errors import StoreError
 from triage_plugins.contract.events import FeedbackEvent, GenerationEvent, RetrievalEvent, Subgraph, Triple
 from triage_plugins.runtime.manager import TriageManager
-from triage_plugins.store.guard import GuardedStore
 from triage_plugins.store.sqlite import SQLiteStore
 
 
@@ -87,22 +83,3 @@ def test_wait_true_returns_after_the_commit_another_connection_sees(tmp_path):
     manager.close()
     assert answers == [True] * 30
     assert manager.write_failures == {}
-
-
-def test_a_rejected_write_in_a_group_loses_only_itself(tmp_path):
-    guard = GuardedStore(SQLiteStore(tmp_path / "r.sqlite"), spill_dir=tmp_path / "spill")
-    run = guard.start_run("test")
-    good, bad = FeedbackEvent("b", "good", 1.0), FeedbackEvent("b", "bad", 1.0)
-    guard.expect(good)
-    with guard.group():
-        assert guard.add_scores("triple", {"a": 1.0}) == {"a": 101.0}
-        guard.record_event(good, run)
-        with pytest.raises(StoreError, match="unknown run id"):
-            guard.record_event(bad, run_id="no-such-run")
-        guard.add_param("steps", 1.0)
-    assert guard.committed(good) is True
-    assert guard.get_scores("triple")["a"].raw == 101.0
-    assert guard.get_param("steps") == 1.0
-    assert [e.query_id for e in guard.events("feedback")] == ["good"]
-    assert guard.faults.to_dict()["lost"] == {"events": {"rejected": 1}}
-    guard.close()
