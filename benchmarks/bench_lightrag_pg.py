@@ -40,7 +40,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -78,14 +77,9 @@ def _peak_mb() -> float:
 
 
 def _use_database(url: str) -> None:
-    parts = urlsplit(url)
-    os.environ.update(
-        POSTGRES_HOST=parts.hostname or "127.0.0.1",
-        POSTGRES_PORT=str(parts.port or 5432),
-        POSTGRES_USER=parts.username or "postgres",
-        POSTGRES_PASSWORD=parts.password or "unused",
-        POSTGRES_DATABASE=parts.path.lstrip("/"),
-    )
+    from triage_lightrag.testing import postgres_settings
+
+    os.environ.update(postgres_settings(url))
 
 
 async def _rag(workdir: Path, workspace: str) -> Any:

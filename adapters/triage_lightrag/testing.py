@@ -11,6 +11,7 @@ before wiring a real model:
   (the core's rule-based extractor, formatted as LightRAG ``<|#|>`` records), keyword JSON,
   description summaries and a plain answer built from the retrieved context;
 - :func:`build_rag`: a fresh, initialized instance in its own ``working_dir`` and ``workspace``.
+- :func:`postgres_settings`: the ``POSTGRES_*`` variables LightRAG's PostgreSQL storages read, for a URL;
 - :func:`server_args` and :func:`upload_and_wait`: ``lightrag-server``'s parsed arguments for an
   offline app, and a document uploaded to a running app and waited for.
 
@@ -39,6 +40,7 @@ __all__ = [
     "offline_embedding_functions",
     "offline_server_functions",
     "offline_tokenizer",
+    "postgres_settings",
     "server_args",
     "upload_and_wait",
 ]
@@ -236,6 +238,21 @@ def offline_embedding_functions(args: Any = None) -> dict[str, Any]:
         "enable_llm_cache": False,
         "entity_extract_max_gleaning": 0,
         "cosine_better_than_threshold": 0.0,
+    }
+
+
+def postgres_settings(url: str) -> dict[str, str]:
+    """LightRAG's ``POSTGRES_*`` settings naming the database at ``url`` (its PostgreSQL storages read
+    their connection from them; a password is required even under trust authentication)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return {
+        "POSTGRES_HOST": parts.hostname or "127.0.0.1",
+        "POSTGRES_PORT": str(parts.port or 5432),
+        "POSTGRES_USER": parts.username or "postgres",
+        "POSTGRES_PASSWORD": parts.password or "unused",
+        "POSTGRES_DATABASE": parts.path.lstrip("/"),
     }
 
 

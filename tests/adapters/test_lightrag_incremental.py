@@ -9,11 +9,9 @@ default storages (NetworkX + JSON) and, where a PostgreSQL can be started, on
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -22,7 +20,7 @@ pytest.importorskip("lightrag")
 from lightrag import QueryParam  # noqa: E402
 
 from triage_lightrag import instrument  # noqa: E402
-from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag  # noqa: E402
+from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag, postgres_settings  # noqa: E402
 from triage_lightrag.translate import graph_view  # noqa: E402
 from triage_plugins.contract.graph_view import GraphView  # noqa: E402
 from triage_plugins.contract.hookspecs import hookimpl  # noqa: E402
@@ -125,22 +123,10 @@ def postgres_env(postgres_server):
     pytest.importorskip("asyncpg", reason="LightRAG's PostgreSQL storages need asyncpg")
     pg = sys.modules["triage_tests_pgserver"]  # loaded by tests/conftest.py
     url, drop = pg.fresh_database(postgres_server.url)
-    parts = urlsplit(url)
-    names = ("POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DATABASE")
-    saved = {k: os.environ.get(k) for k in names}
-    os.environ.update(
-        POSTGRES_HOST=parts.hostname or "127.0.0.1",
-        POSTGRES_PORT=str(parts.port or 5432),
-        POSTGRES_USER=parts.username or "postgres",
-        POSTGRES_PASSWORD=parts.password or "unused",
-        POSTGRES_DATABASE=parts.path.lstrip("/"),
-    )
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:  # restored (or removed) on exit
+        for key, value in postgres_settings(url).items():
+            env.setenv(key, value)
+        yield
     drop()
 
 

@@ -12,11 +12,9 @@ reader (``triage_lightrag.pg_graph``) gives the graph ``get_all_nodes`` / ``get_
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -29,7 +27,7 @@ psycopg = pytest.importorskip(
 from lightrag import QueryParam  # noqa: E402
 
 from triage_lightrag import instrument  # noqa: E402
-from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag  # noqa: E402
+from triage_lightrag.testing import ScriptedLightRAGLLM, build_rag, postgres_settings  # noqa: E402
 from triage_plugins.contract.config import TriageConfig  # noqa: E402
 
 DOCS = [
@@ -47,24 +45,10 @@ def database(postgres_server):
     pg = sys.modules["triage_tests_pgserver"]  # loaded by tests/conftest.py
     url, drop = pg.fresh_database(postgres_server.url)
     store_url, drop_store = pg.fresh_database(postgres_server.url)  # the triage store refuses a shared schema
-    parts = urlsplit(url)
-    saved = {
-        k: os.environ.get(k)
-        for k in ("POSTGRES_HOST", "POSTGRES_PORT", "POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DATABASE")
-    }
-    os.environ.update(
-        POSTGRES_HOST=parts.hostname or "127.0.0.1",
-        POSTGRES_PORT=str(parts.port or 5432),
-        POSTGRES_USER=parts.username or "postgres",
-        POSTGRES_PASSWORD=parts.password or "unused",  # trust authentication; LightRAG requires the variable
-        POSTGRES_DATABASE=parts.path.lstrip("/"),
-    )
-    yield url, store_url
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:  # restored (or removed) on exit
+        for key, value in postgres_settings(url).items():
+            env.setenv(key, value)
+        yield url, store_url
     drop()
     drop_store()
 
