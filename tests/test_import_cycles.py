@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import triage_plugins
@@ -56,38 +57,41 @@ def _imported(node: ast.AST, package: str) -> list[str]:
     return [base, *(f"{base}.{alias.name}" for alias in node.names)]
 
 
+def _imports(paths: Iterable[Path], root: Path, *, annotations: bool) -> Iterator[tuple[str, list[str], ast.AST]]:
+    """``(module, the modules it names, node)`` for every import statement in ``paths``; those under
+    ``if TYPE_CHECKING:`` only with ``annotations``."""
+    for path in paths:
+        module = _module_name(path, root)
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = set() if annotations else _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) not in skipped and (names := _imported(node, package)):
+                yield module, names, node
+
+
 def folder_imports(root: Path = ROOT) -> Edges:
     """Which folder of the core imports which, with the places that do it."""
     edges: Edges = defaultdict(lambda: defaultdict(list))
-    for path in sorted(root.rglob("*.py")):
-        module = _module_name(path, root)
+    for module, names, node in _imports(sorted(root.rglob("*.py")), root, annotations=False):
         source = _folder(module, root)
         if source is None:
             continue
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        skipped = _type_checking_only(tree)
-        for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
-            for target in _imported(node, package):
-                folder = _folder(target, root)
-                if folder is not None and folder != source:
-                    edges[source][folder].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
+        for target in names:
+            folder = _folder(target, root)
+            if folder is not None and folder != source:
+                edges[source][folder].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
     return edges
 
 
 def imports_into(folder: str, target: str, root: Path = ROOT) -> list[str]:
     """Every import in ``folder`` of a module of the folder ``target`` (``"module:line"``), those under
     ``if TYPE_CHECKING:`` included."""
-    found: list[str] = []
-    for path in sorted((root / folder).rglob("*.py")):
-        module = _module_name(path, root)
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if any(_folder(name, root) == target for name in _imported(node, package)):
-                found.append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
-    return found
+    return [
+        f"{module}:{node.lineno}"  # type: ignore[attr-defined]
+        for module, names, node in _imports(sorted((root / folder).rglob("*.py")), root, annotations=True)
+        if any(_folder(name, root) == target for name in names)
+    ]
 
 
 def _is_module(name: str, root: Path) -> bool:
@@ -103,20 +107,12 @@ def module_imports(folder: str, root: Path = ROOT) -> Edges:
     import of the module ``a.b`` when ``b`` is one, else of ``a``), with the places that do it."""
     edges: Edges = defaultdict(lambda: defaultdict(list))
     inside = f"{PACKAGE}.{folder}"
-    for path in sorted((root / folder).rglob("*.py")):
-        module = _module_name(path, root)
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        skipped = _type_checking_only(tree)
-        for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
-            names = _imported(node, package)
-            if isinstance(node, ast.ImportFrom):  # the submodules named, or else the module itself
-                names = [n for n in names[1:] if _is_module(n, root)] or names[:1]
-            for target in names:
-                if target != module and (target == inside or target.startswith(inside + ".")):
-                    edges[module][target].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
+    for module, names, node in _imports(sorted((root / folder).rglob("*.py")), root, annotations=False):
+        if isinstance(node, ast.ImportFrom):  # the submodules named, or else the module itself
+            names = [n for n in names[1:] if _is_module(n, root)] or names[:1]
+        for target in names:
+            if target != module and (target == inside or target.startswith(inside + ".")):
+                edges[module][target].append(f"{module}:{node.lineno}")  # type: ignore[attr-defined]
     return edges
 
 
