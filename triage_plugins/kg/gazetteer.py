@@ -21,7 +21,7 @@ import re
 import unicodedata
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -104,15 +104,7 @@ class Gazetteer:
         self._degrees = memoryview(np.ascontiguousarray(graph.degrees(), dtype=np.int64))
         self._aliases: list[str] = []
         self.weak_max = 0
-        hashes, nodes, prefixes, kinds = array("q"), array("q"), array("q"), array("i")
-        labels = graph.labels
-        for k, node in enumerate(graph.nodes):
-            self._file(node, k, hashes, nodes, prefixes)
-            kinds.append(_ID)
-            label = labels.get(node)
-            if label is not None and label != node:
-                self._file(label, k, hashes, nodes, prefixes)
-                kinds.append(_LABEL)
+        hashes, nodes, prefixes, kinds = self._file_nodes(graph, range(len(graph.nodes)))
         itype = np.int32 if len(graph.nodes) < np.iinfo(np.int32).max else np.int64
         self._hash = np.frombuffer(hashes, dtype=np.int64)
         self._node = np.frombuffer(nodes, dtype=np.int64).astype(itype)
@@ -172,17 +164,8 @@ class Gazetteer:
         rows = self._alias < 0  # ids and labels; aliases are filed again by their owner
         rows[rows] = ~stale[node[rows]]
         remap = np.cumsum(keep, dtype=np.int64) - 1
-        hashes, nodes, prefixes, kinds = array("q"), array("q"), array("q"), array("i")
-        labels = graph.labels
         filed = itertools.chain(remap[delta.relabeled].tolist(), range(delta.added_from, len(graph.nodes)))
-        for k in filed:
-            node_id = graph.nodes[k]
-            out._file(node_id, k, hashes, nodes, prefixes)
-            kinds.append(_ID)
-            label = labels.get(node_id)
-            if label is not None and label != node_id:
-                out._file(label, k, hashes, nodes, prefixes)
-                kinds.append(_LABEL)
+        hashes, nodes, prefixes, kinds = out._file_nodes(graph, filed)
         itype = np.int32 if len(graph.nodes) < np.iinfo(np.int32).max else np.int64
         out._hash = np.concatenate([self._hash[rows], np.frombuffer(hashes, dtype=np.int64)])
         out._node = np.concatenate([remap[node[rows]], np.frombuffer(nodes, dtype=np.int64)]).astype(itype)
@@ -190,6 +173,21 @@ class Gazetteer:
         out._prefix = _merged(self._prefix, np.frombuffer(prefixes, dtype=np.int64))
         out._sort()
         return out
+
+    def _file_nodes(self, graph: GraphView, positions: Iterable[int]) -> tuple[array, array, array, array]:
+        """The rows of the nodes at ``positions`` of ``graph``: each id, and its label when it has one
+        of its own (hashes, node positions, prefix hashes, kinds)."""
+        hashes, nodes, prefixes, kinds = array("q"), array("q"), array("q"), array("i")
+        labels, all_nodes = graph.labels, graph.nodes
+        for k in positions:
+            node = all_nodes[k]
+            self._file(node, k, hashes, nodes, prefixes)
+            kinds.append(_ID)
+            label = labels.get(node)
+            if label is not None and label != node:
+                self._file(label, k, hashes, nodes, prefixes)
+                kinds.append(_LABEL)
+        return hashes, nodes, prefixes, kinds
 
     def add_aliases(self, aliases: Sequence[tuple[str, str | None]]) -> None:
         """File each ``(surface, node id or None)`` as an explicit alias (rank 0)."""
